@@ -1,0 +1,110 @@
+"""The paper's two prompts, overridable, with a configurable sentinel."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from selfroute._errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_LONG_CONTEXT_PROMPT",
+    "DEFAULT_RAG_PROMPT",
+    "DEFAULT_SENTINEL",
+    "Prompts",
+]
+
+#: The word the RAG step writes when the retrieved passages do not answer the question.
+DEFAULT_SENTINEL = "unanswerable"
+
+#: Self-Route's RAG-and-route prompt (paper, section 4): answer from the retrieved chunks or write
+#: the sentinel. Placeholders: ``{context}``, ``{question}``, ``{sentinel}``.
+DEFAULT_RAG_PROMPT = (
+    "Answer the question based only on the provided passage. The passage is a set of excerpts "
+    "retrieved from a longer document. If the question cannot be answered based on the "
+    'information in the passage, write "{sentinel}" and nothing else. Keep the answer short.\n\n'
+    "Passage:\n{context}\n\n"
+    "Question: {question}\n"
+    "Answer:"
+)
+
+#: The long-context prompt: the whole document. Placeholders: ``{context}``, ``{question}``.
+DEFAULT_LONG_CONTEXT_PROMPT = (
+    "Answer the question based only on the provided passage. Keep the answer short.\n\n"
+    "Passage:\n{context}\n\n"
+    "Question: {question}\n"
+    "Answer:"
+)
+
+_ALLOWED = {"context", "question", "sentinel"}
+
+
+def _fields(template: str) -> set[str]:
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ConfigurationError(f"prompt template is not a valid format string: {exc}") from exc
+
+
+def _check(template: str, name: str) -> None:
+    if not isinstance(template, str) or not template.strip():
+        raise ConfigurationError(f"{name} must be a non-empty string")
+    fields = _fields(template)
+    missing = {"context", "question"} - fields
+    if missing:
+        raise ConfigurationError(
+            f"{name} must contain the placeholders {{context}} and {{question}}; "
+            f"missing: {', '.join(sorted('{' + m + '}' for m in missing))}",
+            template=template,
+        )
+    unknown = fields - _ALLOWED
+    if unknown:
+        raise ConfigurationError(
+            f"{name} has unknown placeholders {sorted(unknown)}; allowed: {sorted(_ALLOWED)} "
+            "(write literal braces as {{ and }})",
+            template=template,
+        )
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The RAG-and-route and long-context prompt templates and the decline sentinel.
+
+    Args:
+        rag: Template for the RAG step; must contain ``{context}`` and ``{question}`` and should
+            tell the model to write ``{sentinel}`` when the passage does not answer.
+        long_context: Template for the long-context step.
+        sentinel: The decline word. Verdict parsing looks for it.
+        passage_separator: Text placed between retrieved passages.
+    """
+
+    rag: str = DEFAULT_RAG_PROMPT
+    long_context: str = DEFAULT_LONG_CONTEXT_PROMPT
+    sentinel: str = DEFAULT_SENTINEL
+    passage_separator: str = "\n\n"
+
+    def __post_init__(self) -> None:
+        _check(self.rag, "rag prompt")
+        _check(self.long_context, "long-context prompt")
+        if not isinstance(self.sentinel, str) or not self.sentinel.strip():
+            raise ConfigurationError("sentinel must be a non-empty string")
+        if "{sentinel}" not in self.rag and self.sentinel.lower() not in self.rag.lower():
+            raise ConfigurationError(
+                "the rag prompt never mentions the sentinel; the model would not know how to "
+                f"decline. Add {{sentinel}} or the word {self.sentinel!r} to it."
+            )
+
+    def format_passages(self, passages: Sequence[str]) -> str:
+        """Join retrieved passage texts in rank order."""
+        return self.passage_separator.join(p.strip() for p in passages)
+
+    def rag_prompt(self, question: str, passages: Sequence[str]) -> str:
+        """Render the RAG-and-route prompt for ``question`` over ``passages``."""
+        return self.rag.format(
+            context=self.format_passages(passages), question=question, sentinel=self.sentinel
+        )
+
+    def long_context_prompt(self, question: str, context: str) -> str:
+        """Render the long-context prompt for ``question`` over the whole ``context``."""
+        return self.long_context.format(context=context, question=question, sentinel=self.sentinel)

@@ -1,0 +1,345 @@
+"""The result of one Self-Route call, the price table, and an aggregator over many calls."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from selfroute._errors import ConfigurationError
+from selfroute._usage import Usage
+
+__all__ = [
+    "Passage",
+    "PriceTable",
+    "Reason",
+    "Route",
+    "RouteResult",
+    "RouteStats",
+    "Stage",
+    "StepRecord",
+]
+
+
+class Route(str, Enum):
+    """Which path produced the answer."""
+
+    RAG = "rag"
+    LONG_CONTEXT = "long_context"
+
+
+class Stage(str, Enum):
+    """A model-call stage of the flow."""
+
+    RAG = "rag"
+    LONG_CONTEXT = "long_context"
+
+
+class Reason(str, Enum):
+    """Why the flow took its route."""
+
+    ANSWERED = "answered"
+    """The RAG step answered from the chunks."""
+    DECLINED = "declined"
+    """The RAG step wrote the sentinel."""
+    REFUSED = "refused"
+    """The RAG step declined in natural language."""
+    EMPTY_OUTPUT = "empty_output"
+    """The RAG step wrote nothing usable (empty, whitespace, only reasoning or punctuation)."""
+    NO_CHUNKS = "no_chunks"
+    """Retrieval returned nothing."""
+    RAG_ERROR = "rag_error"
+    """The RAG model call failed; escalated to long context."""
+    RETRIEVAL_ERROR = "retrieval_error"
+    """The retriever failed; escalated to long context."""
+    OVER_BUDGET = "over_budget"
+    """The RAG step declined but the long-context budget was exhausted; no LC call was made."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A retrieved chunk, framework-neutral.
+
+    Attributes:
+        text: The chunk text.
+        doc_id: Id of the parent document, if known.
+        score: Retrieval score, if known.
+        metadata: Metadata of the chunk.
+        source: The framework object it came from (a LangChain ``Document``, a LlamaIndex
+            ``NodeWithScore``); not serialized.
+    """
+
+    text: str
+    doc_id: str | None = None
+    score: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    source: Any = field(default=None, compare=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (``source`` omitted)."""
+        return {
+            "text": self.text,
+            "doc_id": self.doc_id,
+            "score": self.score,
+            "metadata": dict(self.metadata),
+        }
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One model call made by the flow.
+
+    Attributes:
+        stage: ``rag`` or ``long_context``.
+        usage: Tokens of the call (provider-reported unless ``usage.source`` says otherwise).
+        model: Model name as reported by the provider (or configured).
+        latency_s: Wall time of the call in seconds.
+        prompt_tokens_estimate: Prompt size counted locally before the call.
+        error: ``repr`` of the exception if the call failed.
+        output: The raw text the model wrote.
+    """
+
+    stage: Stage
+    usage: Usage
+    model: str | None = None
+    latency_s: float = 0.0
+    prompt_tokens_estimate: int | None = None
+    error: str | None = None
+    output: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {
+            "stage": self.stage.value,
+            "usage": self.usage.to_dict(),
+            "model": self.model,
+            "latency_s": self.latency_s,
+            "prompt_tokens_estimate": self.prompt_tokens_estimate,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Prices per million tokens, by model name.
+
+    Args:
+        prices: ``{"gpt-4o": (input_per_million, output_per_million), ...}``. A model name
+            matches the longest key that it starts with (``gpt-4o-2024-08-06`` matches ``gpt-4o``),
+            so dated snapshots price like their family.
+        cached_input: Optional ``{model: price_per_million}`` for cached input tokens.
+        currency: Label for reports.
+    """
+
+    prices: Mapping[str, tuple[float, float]]
+    cached_input: Mapping[str, float] = field(default_factory=dict)
+    currency: str = "USD"
+
+    def __post_init__(self) -> None:
+        for name, pair in self.prices.items():
+            if (
+                not isinstance(pair, (tuple, list))
+                or len(pair) != 2
+                or any(not isinstance(p, (int, float)) or p < 0 for p in pair)
+            ):
+                raise ConfigurationError(
+                    f"price for {name!r} must be (input_per_million, output_per_million) "
+                    f"non-negative numbers, got {pair!r}"
+                )
+
+    def _key(self, model: str | None, table: Mapping[str, Any]) -> str | None:
+        if not model:
+            return None
+        if model in table:
+            return model
+        best = None
+        for key in table:
+            if model.startswith(key) and (best is None or len(key) > len(best)):
+                best = key
+        return best
+
+    def knows(self, model: str | None) -> bool:
+        """Whether ``model`` has a price."""
+        return self._key(model, self.prices) is not None
+
+    def cost(self, model: str | None, usage: Usage) -> float | None:
+        """Money for ``usage`` on ``model``, or ``None`` if the model has no price."""
+        key = self._key(model, self.prices)
+        if key is None:
+            return None
+        p_in, p_out = self.prices[key]
+        cached = usage.cached_input_tokens or 0
+        ckey = self._key(model, self.cached_input)
+        p_cached = self.cached_input[ckey] if ckey is not None else p_in
+        uncached = max(0, usage.input_tokens - cached)
+        return (uncached * p_in + cached * p_cached + usage.output_tokens * p_out) / 1_000_000
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    """Everything one Self-Route call produced.
+
+    Attributes:
+        question: The question asked.
+        answer: The final answer (``None`` only in the ``partial`` of a
+            :class:`~selfroute.LongContextError`).
+        route: ``rag`` or ``long_context``.
+        reason: Why that route was taken.
+        rag_answer: The cleaned RAG-step answer (the decline text when it declined; ``None`` if the
+            RAG step did not run).
+        sources: The retrieved passages shown to the RAG step, in rank order.
+        steps: The model calls made, in order.
+        long_context_tokens: The always-long-context counterfactual: input tokens that sending the
+            whole document would have cost for this question. Provider-reported when the LC step
+            ran, else counted locally (see ``long_context_tokens_source``). ``None`` if unknown.
+        long_context_tokens_source: ``provider``, ``tokenizer`` or ``heuristic``.
+        context: Facts about the long context sent or priced (size, strategy, truncation).
+        cost: Money spent, from the price table (``None`` without prices).
+        long_context_cost: Money the always-LC counterfactual would have cost.
+        latency_s: Wall time of the whole call.
+        error: What went wrong on the way, when a fault was absorbed (RAG or retrieval error).
+    """
+
+    question: str
+    answer: str | None
+    route: Route
+    reason: Reason
+    rag_answer: str | None = None
+    sources: tuple[Passage, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
+    long_context_tokens: int | None = None
+    long_context_tokens_source: str | None = None
+    context: Mapping[str, Any] | None = None
+    cost: float | None = None
+    long_context_cost: float | None = None
+    latency_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """Total usage over all steps."""
+        total = Usage.zero()
+        for s in self.steps:
+            total = total + s.usage
+        return total
+
+    def stage_usage(self, stage: Stage | str) -> Usage:
+        """Usage of one stage (``rag`` or ``long_context``)."""
+        st = Stage(stage)
+        total = Usage.zero()
+        for s in self.steps:
+            if s.stage is st:
+                total = total + s.usage
+        return total
+
+    @property
+    def token_ratio(self) -> float | None:
+        """Input tokens spent divided by the always-LC counterfactual's input tokens.
+
+        ``0.25`` means this call cost a quarter of the input tokens of sending the whole document.
+        ``None`` when the counterfactual is unknown.
+        """
+        if not self.long_context_tokens:
+            return None
+        return self.usage.input_tokens / self.long_context_tokens
+
+    @property
+    def answered_from_chunks(self) -> bool:
+        """True when the answer came from the RAG step."""
+        return self.route is Route.RAG and self.reason is Reason.ANSWERED
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable dict of the whole result."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "route": self.route.value,
+            "reason": self.reason.value,
+            "rag_answer": self.rag_answer,
+            "sources": [p.to_dict() for p in self.sources],
+            "steps": [s.to_dict() for s in self.steps],
+            "usage": self.usage.to_dict(),
+            "usage_by_stage": {
+                st.value: self.stage_usage(st).to_dict()
+                for st in Stage
+                if any(s.stage is st for s in self.steps)
+            },
+            "long_context_tokens": self.long_context_tokens,
+            "long_context_tokens_source": self.long_context_tokens_source,
+            "token_ratio": self.token_ratio,
+            "context": dict(self.context) if self.context is not None else None,
+            "cost": self.cost,
+            "long_context_cost": self.long_context_cost,
+            "latency_s": self.latency_s,
+            "error": self.error,
+        }
+
+
+class RouteStats:
+    """Sums results over many calls (thread-safe).
+
+    Example:
+        >>> stats = RouteStats()
+        >>> for r in results: stats.add(r)  # doctest: +SKIP
+        >>> stats.summary()["token_ratio"]  # doctest: +SKIP
+    """
+
+    def __init__(self, results: Iterable[RouteResult] = ()) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.rag_answered = 0
+        self.reasons: dict[str, int] = {}
+        self.usage = Usage.zero()
+        self.long_context_tokens = 0
+        self.calls_with_counterfactual = 0
+        self.input_tokens_with_counterfactual = 0
+        self.cost: float | None = None
+        self.long_context_cost: float | None = None
+        for r in results:
+            self.add(r)
+
+    def add(self, result: RouteResult) -> None:
+        """Count one result."""
+        with self._lock:
+            self.calls += 1
+            if result.answered_from_chunks:
+                self.rag_answered += 1
+            self.reasons[result.reason.value] = self.reasons.get(result.reason.value, 0) + 1
+            self.usage = self.usage + result.usage
+            if result.long_context_tokens:
+                self.calls_with_counterfactual += 1
+                self.long_context_tokens += result.long_context_tokens
+                self.input_tokens_with_counterfactual += result.usage.input_tokens
+            if result.cost is not None:
+                self.cost = (self.cost or 0.0) + result.cost
+            if result.long_context_cost is not None:
+                self.long_context_cost = (self.long_context_cost or 0.0) + result.long_context_cost
+
+    @property
+    def answerable_ratio(self) -> float | None:
+        """Share of calls answered from the chunks (the paper's "answerable ratio")."""
+        return self.rag_answered / self.calls if self.calls else None
+
+    @property
+    def token_ratio(self) -> float | None:
+        """Input tokens spent / always-LC input tokens, over calls with a counterfactual."""
+        if not self.long_context_tokens:
+            return None
+        return self.input_tokens_with_counterfactual / self.long_context_tokens
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-dict summary."""
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "answered_from_chunks": self.rag_answered,
+                "answerable_ratio": self.answerable_ratio,
+                "reasons": dict(self.reasons),
+                "usage": self.usage.to_dict(),
+                "long_context_tokens": self.long_context_tokens,
+                "token_ratio": self.token_ratio,
+                "cost": self.cost,
+                "long_context_cost": self.long_context_cost,
+            }

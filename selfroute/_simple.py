@@ -1,0 +1,269 @@
+"""Plain-Python use of the core: a tiny BM25 index and a handler built from functions."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+from selfroute._chunking import DEFAULT_CHUNK_WORDS, Chunk, chunk_text
+from selfroute._errors import ConfigurationError
+from selfroute._fitting import ContextDocument
+from selfroute._flow import (
+    Generate,
+    Generation,
+    GenerationChunk,
+    LoadLongContext,
+    Retrieve,
+    RouteConfig,
+    arun_flow,
+    run_flow,
+    self_route_flow,
+)
+from selfroute._result import Passage, RouteResult, Stage
+
+__all__ = ["FunctionHandler", "LexicalIndex", "aself_route", "self_route"]
+
+_TOKEN = re.compile(r"[0-9a-z]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "by",
+        "with",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "did",
+        "do",
+        "does",
+        "that",
+        "this",
+        "it",
+        "as",
+        "at",
+        "from",
+        "its",
+        "their",
+        "his",
+        "her",
+        "they",
+        "he",
+        "she",
+        "we",
+        "you",
+        "i",
+    ]
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased alphanumeric terms without common English stop words."""
+    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+
+
+class LexicalIndex:
+    """An in-memory Okapi BM25 index over chunks (pure Python, no dependencies).
+
+    Args:
+        chunks: The chunks to index.
+        k1: BM25 term-frequency saturation.
+        b: BM25 length normalisation.
+    """
+
+    def __init__(self, chunks: Sequence[Chunk], *, k1: float = 1.5, b: float = 0.75) -> None:
+        self.chunks = list(chunks)
+        self.k1 = k1
+        self.b = b
+        self._tfs = [Counter(tokenize(c.text)) for c in self.chunks]
+        self._lens = [sum(tf.values()) for tf in self._tfs]
+        self._avg = (sum(self._lens) / len(self._lens)) if self._lens else 0.0
+        df: Counter[str] = Counter()
+        for tf in self._tfs:
+            df.update(tf.keys())
+        n = len(self.chunks)
+        self._idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+
+    @classmethod
+    def from_text(
+        cls, text: str, *, doc_id: str | None = None, chunk_words: int = DEFAULT_CHUNK_WORDS
+    ) -> LexicalIndex:
+        """Chunk ``text`` and index it."""
+        return cls(chunk_text(text, doc_id=doc_id, chunk_words=chunk_words))
+
+    def scores(self, query: str) -> list[float]:
+        """BM25 score of every chunk for ``query``."""
+        terms = tokenize(query)
+        out = []
+        for tf, length in zip(self._tfs, self._lens, strict=False):
+            s = 0.0
+            norm = self.k1 * (1 - self.b + self.b * length / (self._avg or 1))
+            for t in terms:
+                f = tf.get(t)
+                if f:
+                    s += self._idf[t] * f * (self.k1 + 1) / (f + norm)
+            out.append(s)
+        return out
+
+    def search(self, query: str, k: int) -> list[Passage]:
+        """Top-``k`` chunks with a positive score, best first."""
+        scored = [(s, i) for i, s in enumerate(self.scores(query)) if s > 0]
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [
+            Passage(
+                text=self.chunks[i].text,
+                doc_id=self.chunks[i].doc_id,
+                score=s,
+                metadata={"chunk_index": self.chunks[i].index, **self.chunks[i].metadata},
+                source=self.chunks[i],
+            )
+            for s, i in scored[:k]
+        ]
+
+
+GenerateFn = Callable[[str], str | Generation | Awaitable[str | Generation]]
+
+
+def _as_generation(value: Any) -> Generation:
+    if isinstance(value, Generation):
+        return value
+    if isinstance(value, str):
+        return Generation(text=value)
+    raise ConfigurationError(
+        f"a generate function must return str or selfroute.Generation, got {type(value).__name__}"
+    )
+
+
+class FunctionHandler:
+    """A step handler from plain functions (sync or async).
+
+    Args:
+        retrieve: ``retrieve(question, k) -> list[Passage]``.
+        generate: ``generate(prompt) -> str | Generation`` for the RAG step.
+        long_context_generate: Same for the LC step; defaults to ``generate``.
+        long_context: The long context (a string, ``ContextDocument`` list) or a function
+            ``long_context(question, passages) -> documents | None``.
+    """
+
+    def __init__(
+        self,
+        *,
+        retrieve: Callable[[str, int], Any],
+        generate: GenerateFn,
+        long_context_generate: GenerateFn | None = None,
+        long_context: Any = None,
+    ) -> None:
+        self._retrieve = retrieve
+        self._gen = {Stage.RAG: generate, Stage.LONG_CONTEXT: long_context_generate or generate}
+        self._lc = long_context
+
+    def _docs(self, step: LoadLongContext) -> Any:
+        if callable(self._lc):
+            return self._lc(step.question, step.passages)
+        if self._lc is None:
+            return None
+        if isinstance(self._lc, (str, ContextDocument)):
+            return [self._lc]
+        return list(self._lc)
+
+    # sync
+    def retrieve(self, step: Retrieve) -> Sequence[Passage]:
+        return list(self._retrieve(step.question, step.k))
+
+    def generate(self, step: Generate) -> Generation:
+        return _as_generation(self._gen[step.stage](step.prompt))
+
+    def stream(self, step: Generate) -> Iterable[GenerationChunk]:
+        gen = self.generate(step)
+        yield GenerationChunk(text=gen.text, usage=gen.usage, model=gen.model)
+
+    def load_long_context(self, step: LoadLongContext) -> Any:
+        return self._docs(step)
+
+    # async
+    async def _await(self, value: Any) -> Any:
+        return await value if inspect.isawaitable(value) else value
+
+    async def aretrieve(self, step: Retrieve) -> Sequence[Passage]:
+        return list(await self._await(self._retrieve(step.question, step.k)))
+
+    async def agenerate(self, step: Generate) -> Generation:
+        return _as_generation(await self._await(self._gen[step.stage](step.prompt)))
+
+    async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
+        gen = await self.agenerate(step)
+        yield GenerationChunk(text=gen.text, usage=gen.usage, model=gen.model)
+
+    async def aload_long_context(self, step: LoadLongContext) -> Any:
+        return await self._await(self._docs(step))
+
+
+def self_route(
+    question: str,
+    document: str,
+    generate: Callable[[str], str | Generation],
+    *,
+    long_context_generate: Callable[[str], str | Generation] | None = None,
+    config: RouteConfig | None = None,
+) -> RouteResult:
+    """Self-Route one question over one document with plain functions.
+
+    Chunks ``document`` into 300-word chunks, retrieves the top-k with BM25, asks ``generate`` to
+    answer from them or decline, and falls back to ``long_context_generate`` (default:
+    ``generate``) over the whole document.
+
+    Example:
+        >>> result = self_route("Who wrote it?", text, my_llm)  # doctest: +SKIP
+        >>> result.route, result.answer, result.token_ratio  # doctest: +SKIP
+    """
+    cfg = config or RouteConfig()
+    index = LexicalIndex.from_text(document, doc_id="document", chunk_words=cfg.chunk_words)
+    handler = FunctionHandler(
+        retrieve=index.search,
+        generate=generate,
+        long_context_generate=long_context_generate,
+        long_context=document,
+    )
+    return run_flow(self_route_flow(question, cfg), handler)
+
+
+async def aself_route(
+    question: str,
+    document: str,
+    generate: Callable[[str], Any],
+    *,
+    long_context_generate: Callable[[str], Any] | None = None,
+    config: RouteConfig | None = None,
+) -> RouteResult:
+    """Async :func:`self_route`; ``generate`` may be an ``async def``."""
+    cfg = config or RouteConfig()
+    index = LexicalIndex.from_text(document, doc_id="document", chunk_words=cfg.chunk_words)
+    handler = FunctionHandler(
+        retrieve=index.search,
+        generate=generate,
+        long_context_generate=long_context_generate,
+        long_context=document,
+    )
+    return await arun_flow(self_route_flow(question, cfg), handler)

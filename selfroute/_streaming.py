@@ -1,0 +1,95 @@
+"""Sentinel sniffing for streamed RAG answers.
+
+The RAG step's tokens are held back while the text so far could still be the start of a decline
+(the sentinel, "The text does not mention ...", "I cannot ...", a reasoning block, an ``Answer:``
+label). As soon as it cannot, the held text and every later token flow through. Both adapters use
+this one sniffer through the core's drivers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._verdict import could_start_decline, strip_reasoning
+
+__all__ = ["SentinelSniffer"]
+
+_LABELS = ("answer:", "final answer:", "short answer:", "response:", "a:")
+_LEADING_LABEL = re.compile(
+    r"^\s*(?:\*\*|__)?\s*(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:\*\*|__)?\s*[:：]"
+    r"\s*(?:\*\*|__)?\s*",
+    re.IGNORECASE,
+)
+
+
+def _stream_clean(raw: str) -> tuple[str, bool]:
+    """Prefix-stable cleaning: reasoning removed, leading white space and one label dropped.
+
+    Returns the cleaned text and whether more input is needed before anything can be said
+    (inside a reasoning block, or a possible tag/label still forming).
+    """
+    body, inside = strip_reasoning(raw)
+    if inside:
+        return "", True
+    stripped = body.lstrip()
+    low = stripped.lower()
+    if low.startswith("<") and ">" not in low:
+        return "", True  # a tag such as <think> may be forming
+    if low and any(label.startswith(low) and len(low) < len(label) for label in _LABELS):
+        return "", True
+    stripped = _LEADING_LABEL.sub("", stripped, count=1)
+    return stripped, False
+
+
+class SentinelSniffer:
+    """Decides, chunk by chunk, when streamed RAG text can be shown.
+
+    Args:
+        sentinel: The decline word.
+        strict: Only the sentinel counts as a decline (natural refusals stream through).
+        min_chars: Never release fewer than this many characters of cleaned text, unless the
+            stream ends (keeps one-token answers like "Un" from leaking before "answerable").
+    """
+
+    def __init__(
+        self, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False, min_chars: int = 1
+    ) -> None:
+        self.sentinel = sentinel
+        self.strict = strict
+        self.min_chars = min_chars
+        self._raw = ""
+        self._open = False
+        self.emitted = ""
+
+    @property
+    def released(self) -> bool:
+        """Whether any text has been released."""
+        return self._open
+
+    def feed(self, delta: str) -> str:
+        """Add streamed text; return the text that may be shown now (possibly empty)."""
+        self._raw += delta
+        cleaned, wait = _stream_clean(self._raw)
+        if wait:
+            return ""
+        if not self._open:
+            if len(cleaned.strip()) < self.min_chars:
+                return ""
+            # A word may be half-written: only judge once the prefix can no longer be a decline.
+            if could_start_decline(cleaned, sentinel=self.sentinel, strict=self.strict):
+                return ""
+            self._open = True
+        if not cleaned.startswith(self.emitted):
+            return ""  # cleaning changed earlier text (rare); the final answer settles it
+        out = cleaned[len(self.emitted) :]
+        self.emitted = cleaned
+        return out
+
+    def remainder(self, final_answer: str) -> str:
+        """Text of ``final_answer`` not yet shown (called when the RAG answer was accepted)."""
+        if final_answer.startswith(self.emitted):
+            rest = final_answer[len(self.emitted) :]
+            self.emitted = final_answer
+            return rest
+        return ""
