@@ -1,3 +1,59 @@
-"""LangChain adapter for selfroute (placeholder until the LangChain issue lands)."""
+"""LangChain adapter for selfroute: Self-Route as a ``Runnable`` that drops into chains and agents.
 
-__all__: list[str] = []
+``SelfRoute(retriever=..., llm=...)`` retrieves the top-k chunks and asks ``llm`` to answer from
+them or write "unanswerable"; only then it answers again over the whole document with
+``long_context_llm``. The routing is the ``selfroute`` core's; this package only translates its
+steps into LangChain calls.
+
+Example:
+    >>> from langchain_selfroute import SelfRoute  # doctest: +SKIP
+    >>> route = SelfRoute(retriever=retriever, llm=cheap, long_context_llm=strong)  # doctest: +SKIP
+    >>> route.invoke("When was she born?").answer  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from langchain_selfroute._chroma import ChromaParentLoader, chunk_documents, index_documents
+from langchain_selfroute._embeddings import HashingEmbeddings
+from langchain_selfroute._handlers import (
+    TAG_LONG_CONTEXT,
+    TAG_PARENTS,
+    TAG_RAG,
+    TAG_RETRIEVE,
+    LangChainHandler,
+    LongContextPlan,
+)
+from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
+from langchain_selfroute._runnable import (
+    LongContextSource,
+    SelfRoute,
+    SelfRouteInput,
+    SelfRouteInputDict,
+)
+from langchain_selfroute._tool import (
+    DEFAULT_TOOL_DESCRIPTION,
+    SelfRouteToolInput,
+    create_selfroute_tool,
+)
+
+__all__ = [
+    "DEFAULT_TOOL_DESCRIPTION",
+    "TAG_LONG_CONTEXT",
+    "TAG_PARENTS",
+    "TAG_RAG",
+    "TAG_RETRIEVE",
+    "ChromaParentLoader",
+    "HashingEmbeddings",
+    "LangChainHandler",
+    "LongContextPlan",
+    "LongContextSource",
+    "SelfRoute",
+    "SelfRouteChunk",
+    "SelfRouteInput",
+    "SelfRouteInputDict",
+    "SelfRouteOutput",
+    "SelfRouteToolInput",
+    "chunk_documents",
+    "create_selfroute_tool",
+    "index_documents",
+]

@@ -17,6 +17,7 @@ from selfroute._chunking import (
     document_id,
     rebuild_document,
 )
+from selfroute._embeddings import HashingEmbedding, chroma_embedding_function
 from selfroute._errors import (
     ConfigurationError,
     ContextOverflowError,
@@ -57,6 +58,7 @@ from selfroute._prompts import (
     DEFAULT_SENTINEL,
     Prompts,
 )
+from selfroute._redact import RedactingFilter, redact, register_secret
 from selfroute._result import (
     Passage,
     PriceTable,
@@ -92,6 +94,7 @@ __all__ = [
     "Generate",
     "Generation",
     "GenerationChunk",
+    "HashingEmbedding",
     "HeuristicCounter",
     "InvalidInputError",
     "LexicalIndex",
@@ -106,6 +109,7 @@ __all__ = [
     "PriceTable",
     "Prompts",
     "Reason",
+    "RedactingFilter",
     "ResultEvent",
     "RetrievalError",
     "Retrieve",
@@ -130,6 +134,7 @@ __all__ = [
     "adrive",
     "arun_flow",
     "aself_route",
+    "chroma_embedding_function",
     "chunk_text",
     "clean_answer",
     "could_start_decline",
@@ -139,6 +144,8 @@ __all__ = [
     "fit_context",
     "parse_verdict",
     "rebuild_document",
+    "redact",
+    "register_secret",
     "run_flow",
     "self_route",
     "self_route_flow",

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from selfroute._redact import redact
+
 if TYPE_CHECKING:
     from selfroute._result import RouteResult
 
@@ -41,12 +43,15 @@ __all__ = [
 class SelfRouteError(Exception):
     """Base class of every error selfroute raises on purpose.
 
+    The message is passed through :func:`~selfroute._redact.redact`, so an API key echoed by a
+    provider error never reaches an exception message made by selfroute.
+
     Attributes:
         context: Extra facts about the failure (sizes, step, model), for logs and debugging.
     """
 
     def __init__(self, message: str, **context: Any) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
         self.context: dict[str, Any] = dict(context)
 
 

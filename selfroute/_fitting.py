@@ -149,6 +149,8 @@ def _terms(text: str) -> list[str]:
 
 
 def _as_documents(documents: Sequence[ContextDocument | str]) -> list[ContextDocument]:
+    if isinstance(documents, (str, ContextDocument)):
+        documents = [documents]  # one document, not a sequence of characters
     docs: list[ContextDocument] = []
     for i, d in enumerate(documents):
         doc = ContextDocument(text=d) if isinstance(d, str) else d
@@ -280,6 +282,14 @@ def fit_context(
             half -= max(1, (tokens - available_tokens + 1) // 2)
             text = counter.head(full, half) + GAP_MARKER + counter.tail(full, max(0, half))
             tokens = counter.count(text)
+        if tokens > available_tokens:  # not even the gap marker fits: never send over budget
+            raise ContextOverflowError(
+                f"only {available_tokens} tokens are available for the long context, too few "
+                "to truncate it",
+                document_tokens=total,
+                available_tokens=available_tokens,
+                window_tokens=window,
+            )
         return FittedContext(
             text=text,
             tokens=tokens,

@@ -23,12 +23,14 @@ from selfroute._errors import (
     ConfigurationError,
     InvalidInputError,
     LongContextError,
+    MissingDependencyError,
     ModelOutputError,
     RetrievalError,
     SelfRouteError,
 )
 from selfroute._fitting import ContextDocument, FittedContext, OverflowStrategy, fit_context
 from selfroute._prompts import DEFAULT_SENTINEL, Prompts
+from selfroute._redact import redact_exception
 from selfroute._result import Passage, PriceTable, Reason, Route, RouteResult, Stage, StepRecord
 from selfroute._streaming import SentinelSniffer
 from selfroute._tokens import TokenCounter, default_token_counter
@@ -291,6 +293,9 @@ def clean_answer(text: str) -> str:
 # --------------------------------------------------------------------------------------------
 # The flow
 # --------------------------------------------------------------------------------------------
+#: Errors a handler raises that are the caller's to fix: they surface at once, never escalate.
+_CALLER_ERRORS = (ConfigurationError, InvalidInputError, MissingDependencyError)
+
 _REASON_BY_KIND = {
     VerdictKind.SENTINEL: Reason.DECLINED,
     VerdictKind.REFUSAL: Reason.REFUSED,
@@ -317,11 +322,9 @@ def _record(
 ) -> StepRecord:
     usage = gen.usage
     if usage is None:
-        usage = Usage.of(
-            prompt_tokens if prompt_tokens is not None else counter.count(prompt),
-            counter.count(gen.text or ""),
-            source=counter.source,
-        )
+        if prompt_tokens is None:
+            prompt_tokens = counter.count(prompt)
+        usage = Usage.of(prompt_tokens, counter.count(gen.text or ""), source=counter.source)
     return StepRecord(
         stage=stage,
         usage=usage,
@@ -438,15 +441,19 @@ def self_route_flow(
 
     # 1. Retrieve ------------------------------------------------------------------------------
     retrieval_failed = False
+    retrieved: Any = None
     try:
-        passages = _to_passages((yield Retrieve(q, cfg.k)))[: cfg.k]
-    except SelfRouteError:
+        retrieved = yield Retrieve(q, cfg.k)
+    except _CALLER_ERRORS:
         raise
-    except Exception as exc:
+    except Exception as exc:  # includes a RetrievalError raised by a store: same policy
         if cfg.on_retrieval_error is OnError.RAISE:
-            raise RetrievalError(f"retrieval failed: {exc!r}", question=q) from exc
-        error = f"retrieval: {exc!r}"
+            if isinstance(exc, RetrievalError):
+                raise
+            raise RetrievalError(f"retrieval failed: {redact_exception(exc)}", question=q) from exc
+        error = f"retrieval: {redact_exception(exc)}"
         retrieval_failed = True
+    passages = _to_passages(retrieved)[: cfg.k]
 
     rag_answer: str | None = None
     if retrieval_failed or not passages:
@@ -454,29 +461,34 @@ def self_route_flow(
     else:
         # 2. RAG-and-route ---------------------------------------------------------------------
         rag_prompt = prompts.rag_prompt(q, [p.text for p in passages])
-        rag_prompt_tokens = counter.count(rag_prompt)
+        rag_prompt_tokens: int | None = None  # counted only if the provider reports no usage
         gen: Generation | None
         try:
             gen = yield Generate(Stage.RAG, rag_prompt, q, prompts.sentinel, cfg.strict)
-            if not isinstance(gen, Generation):
-                raise ModelOutputError(
-                    f"generate handler returned {type(gen).__name__}; expected Generation"
-                )
-        except SelfRouteError:
+        except _CALLER_ERRORS:
             raise
-        except Exception as exc:
+        except Exception as exc:  # includes a ModelOutputError raised by the adapter
             if cfg.on_rag_error is OnError.RAISE:
-                raise ModelOutputError(f"RAG-step model call failed: {exc!r}", question=q) from exc
-            error = f"rag: {exc!r}"
+                if isinstance(exc, ModelOutputError):
+                    raise
+                raise ModelOutputError(
+                    f"RAG-step model call failed: {redact_exception(exc)}", question=q
+                ) from exc
+            error = f"rag: {redact_exception(exc)}"
             steps.append(
                 StepRecord(
                     stage=Stage.RAG,
                     usage=Usage.zero(),
                     prompt_tokens_estimate=rag_prompt_tokens,
-                    error=repr(exc),
+                    error=redact_exception(exc),
                 )
             )
             gen = None
+        else:
+            if not isinstance(gen, Generation):
+                raise ModelOutputError(
+                    f"generate handler returned {type(gen).__name__}; expected Generation"
+                )
         if gen is None:
             reason = Reason.RAG_ERROR
         else:
@@ -511,15 +523,17 @@ def self_route_flow(
     # 3. Long context --------------------------------------------------------------------------
     try:
         docs = yield LoadLongContext(q, passages, purpose="answer")
-    except SelfRouteError:
+    except _CALLER_ERRORS:
         raise
-    except Exception as exc:
+    except Exception as exc:  # a loader fault after the RAG step must keep the partial result
         if retrieval_failed:
             raise RetrievalError(
-                f"retrieval failed and the long context could not be loaded: {exc!r}", question=q
+                "retrieval failed and the long context could not be loaded: "
+                f"{redact_exception(exc)}",
+                question=q,
             ) from exc
         raise LongContextError(
-            f"loading the long context failed: {exc!r}",
+            f"loading the long context failed: {redact_exception(exc)}",
             partial=finish(None, Route.LONG_CONTEXT, reason, rag_answer, None, None, None),
         ) from exc
     if not docs:
@@ -558,7 +572,7 @@ def self_route_flow(
             None, Route.LONG_CONTEXT, reason, rag_answer, lc_prompt_tokens, counter.source, fitted
         )
         raise LongContextError(
-            f"long-context model call failed: {exc!r}", partial=partial, question=q
+            f"long-context model call failed: {redact_exception(exc)}", partial=partial, question=q
         ) from exc
     record = _record(Stage.LONG_CONTEXT, lc, lc_prompt, counter, lc_prompt_tokens)
     steps.append(record)
@@ -673,6 +687,11 @@ def _combine(parts: list[str], last: GenerationChunk | None, usage: Usage | None
     )
 
 
+def _timed(gen: Any, t0: float) -> Any:
+    """``gen`` with its latency set; anything else is passed on for the flow to reject."""
+    return replace(gen, latency_s=time.perf_counter() - t0) if isinstance(gen, Generation) else gen
+
+
 def _merge_usage(usage: Usage | None, chunk: GenerationChunk) -> Usage | None:
     if chunk.usage is None:
         return usage
@@ -718,7 +737,7 @@ def drive(
                     gen = _combine(parts, last, usage)
                 else:
                     gen = handler.generate(step)
-                send = replace(gen, latency_s=time.perf_counter() - t0)
+                send = _timed(gen, t0)
             else:  # pragma: no cover - defensive
                 raise SelfRouteError(f"unknown step {step!r}")
         except Exception as exc:
@@ -763,7 +782,7 @@ async def adrive(
                     gen = _combine(parts, last, usage)
                 else:
                     gen = await handler.agenerate(step)
-                send = replace(gen, latency_s=time.perf_counter() - t0)
+                send = _timed(gen, t0)
             else:  # pragma: no cover - defensive
                 raise SelfRouteError(f"unknown step {step!r}")
         except Exception as exc:

@@ -172,6 +172,9 @@ class PriceTable:
         p_in, p_out = self.prices[key]
         cached = usage.cached_input_tokens or 0
         ckey = self._key(model, self.cached_input)
+        # A cached price of another family ("gpt-4o" for "gpt-4o-mini") does not apply.
+        if ckey is not None and not ckey.startswith(key):
+            ckey = None
         p_cached = self.cached_input[ckey] if ckey is not None else p_in
         uncached = max(0, usage.input_tokens - cached)
         return (uncached * p_in + cached * p_cached + usage.output_tokens * p_out) / 1_000_000

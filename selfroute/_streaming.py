@@ -15,6 +15,7 @@ from selfroute._verdict import could_start_decline, strip_reasoning
 
 __all__ = ["SentinelSniffer"]
 
+_TRAILING_MARKUP = "*_`"
 _LABELS = ("answer:", "final answer:", "short answer:", "response:", "a:")
 _LEADING_LABEL = re.compile(
     r"^\s*(?:\*\*|__)?\s*(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:\*\*|__)?\s*[:：]"
@@ -82,8 +83,13 @@ class SentinelSniffer:
             self._open = True
         if not cleaned.startswith(self.emitted):
             return ""  # cleaning changed earlier text (rare); the final answer settles it
-        out = cleaned[len(self.emitted) :]
-        self.emitted = cleaned
+        # Hold back trailing markup (a closing ``**`` or backtick may be stripped from the final
+        # answer); it is released with the next text, or settled by :meth:`remainder`.
+        shown = cleaned.rstrip(_TRAILING_MARKUP)
+        if len(shown) <= len(self.emitted):
+            return ""
+        out = shown[len(self.emitted) :]
+        self.emitted = shown
         return out
 
     def remainder(self, final_answer: str) -> str:

@@ -8,6 +8,8 @@ labelled characters-per-token heuristic. Counts carry a ``source`` so estimates 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 import threading
@@ -70,14 +72,21 @@ class TiktokenCounter:
 
     source = "tokenizer"
 
-    def __init__(self, encoding: Any, name: str) -> None:
+    def __init__(self, encoding: Any, name: str, *, cache_size: int = 256) -> None:
         self._enc = encoding
         self.name = f"tiktoken:{name}"
+        # Documents are counted again on every call (to price always-LC); remember long texts.
+        self._count_long = functools.lru_cache(maxsize=cache_size)(self._encode_len)
+
+    def _encode_len(self, text: str) -> int:
+        return len(self._enc.encode(text, disallowed_special=()))
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode(text, disallowed_special=()))
+        if len(text) >= 2048:
+            return int(self._count_long(text))
+        return self._encode_len(text)
 
     def head(self, text: str, max_tokens: int) -> str:
         toks = self._enc.encode(text, disallowed_special=())
@@ -101,6 +110,15 @@ def _llama_index_tiktoken_cache() -> str | None:
         if candidate.is_dir():
             return str(candidate)
     return None
+
+
+_BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+def _on_disk(encoding: str, cache_dir: str) -> bool:
+    """Whether tiktoken's cache in ``cache_dir`` holds ``encoding`` (named as tiktoken names it)."""
+    key = hashlib.sha1(_BLOB_URL.format(encoding).encode(), usedforsecurity=False).hexdigest()
+    return os.path.isfile(os.path.join(cache_dir, key))
 
 
 _lock = threading.Lock()
@@ -127,7 +145,7 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
         if tiktoken is not None:
             previous = os.environ.get("TIKTOKEN_CACHE_DIR")
             cache_dir = previous or _llama_index_tiktoken_cache()
-            if cache_dir:
+            if cache_dir and _on_disk(encoding, cache_dir):  # never let tiktoken download
                 os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
                 try:
                     counter = TiktokenCounter(tiktoken.get_encoding(encoding), encoding)

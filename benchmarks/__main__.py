@@ -1,0 +1,5 @@
+"""``python -m benchmarks``."""
+
+from benchmarks.run_all import main
+
+raise SystemExit(main())

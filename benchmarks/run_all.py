@@ -1,0 +1,134 @@
+"""Run the benchmarks and write their results into ``docs/benchmarks.md``.
+
+Usage::
+
+    python -m benchmarks            # full run (about 10 minutes on 2 cores)
+    python -m benchmarks --quick    # tiny run (under a minute)
+    python -m benchmarks --only 5,6 --no-write
+
+The real data defaults to ``../shared/data`` next to the repository; ``SELFROUTE_DATA`` or
+``--data`` override it. Benchmarks whose data is missing print ``skipped: data not found at PATH``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # ``python benchmarks/run_all.py``
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import (
+    REPO_ROOT,
+    BenchContext,
+    BenchResult,
+    data_dir,
+    machine_description,
+)
+
+__all__ = ["BENCHMARKS", "END", "START", "main", "render", "write_docs"]
+
+#: Benchmark number -> module, in the order they run.
+BENCHMARKS: dict[str, str] = {
+    "5": "benchmarks.bench_economics",
+    "6": "benchmarks.bench_fitting",
+    "4": "benchmarks.bench_indexing",
+    "1": "benchmarks.bench_overhead",
+    "2": "benchmarks.bench_concurrency",
+    "3": "benchmarks.bench_streaming",
+}
+
+START = "<!-- results:start -->"
+END = "<!-- results:end -->"
+DOCS = REPO_ROOT / "docs" / "benchmarks.md"
+
+
+def _run_one(key: str, ctx: BenchContext) -> BenchResult:
+    module = importlib.import_module(BENCHMARKS[key])
+    t0 = time.perf_counter()
+    try:
+        result: BenchResult = module.run(ctx)
+    except Exception as exc:  # a crashed benchmark is reported, the others still run
+        traceback.print_exc()
+        result = BenchResult(key, getattr(module, "TITLE", key), skipped=f"failed: {exc!r}")
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def render(results: Sequence[BenchResult], *, quick: bool, seconds: float) -> str:
+    """The markdown that goes between the markers."""
+    met = sum(1 for r in results for row in r.rows if row.met is True)
+    missed = sum(1 for r in results for row in r.rows if row.met is False)
+    mode = "`--quick` (tiny configuration, not representative)" if quick else "full"
+    out = [
+        START,
+        "",
+        f"Run: {mode}, {seconds:.0f} s total; targets met: {met}, missed: {missed}.",
+        "",
+        machine_description(),
+        "",
+    ]
+    out += [r.markdown() for r in results]
+    out.append(END)
+    return "\n".join(out)
+
+
+def write_docs(block: str, path: Path = DOCS) -> None:
+    """Replace the text between the markers in ``path`` (append the block if they are absent)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        _, tail = rest.split(END, 1)
+        text = head + block + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny configuration (smoke run)")
+    parser.add_argument(
+        "--only", default="", help="comma-separated benchmark numbers, e.g. 5,6 (default: all)"
+    )
+    parser.add_argument("--data", type=Path, default=None, help="real data root (SELFROUTE_DATA)")
+    parser.add_argument("--no-write", action="store_true", help="do not update the docs page")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="page to write the results into")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected benchmarks, print their tables, update the docs page; 0 on success."""
+    args = _parse(argv)
+    keys = [k.strip() for k in args.only.split(",") if k.strip()] or list(BENCHMARKS)
+    unknown = [k for k in keys if k not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    ctx = BenchContext(quick=args.quick, data=args.data or data_dir())
+    print(f"data: {ctx.data}{'' if ctx.data.is_dir() else ' (not found)'}", flush=True)
+    t0 = time.perf_counter()
+    results = []
+    for key in keys:
+        print(f"== benchmark {key} ==", flush=True)
+        result = _run_one(key, ctx)
+        print(result.markdown(), flush=True)
+        results.append(result)
+    block = render(results, quick=args.quick, seconds=time.perf_counter() - t0)
+    if not args.no_write:
+        write_docs(block, args.docs)
+        print(f"results written to {args.docs}")
+    return 1 if any(r.skipped and r.skipped.startswith("failed") for r in results) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

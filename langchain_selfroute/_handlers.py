@@ -1,0 +1,519 @@
+"""Step handlers: the core's steps translated into LangChain calls.
+
+:class:`LangChainHandler` implements both the sync (``retrieve/generate/stream/load_long_context``)
+and the async (``aretrieve/agenerate/astream/aload_long_context``) handler protocols of
+:mod:`selfroute._flow`. It holds no routing logic: the core's flow decides what runs; this module
+only calls the retriever, the chat models and the parent loader, each as a child run of the
+:class:`~langchain_selfroute.SelfRoute` run (tagged ``selfroute:retrieve``, ``selfroute:rag``,
+``selfroute:long_context`` and ``selfroute:parents``), and reads what the provider reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, BaseMessageChunk, HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.config import patch_config, run_in_executor
+from langchain_core.runnables.configurable import DynamicRunnable
+from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+from langchain_core.vectorstores import VectorStoreRetriever
+
+from selfroute import (
+    ConfigurationError,
+    ContextDocument,
+    Generate,
+    Generation,
+    GenerationChunk,
+    InvalidInputError,
+    LexicalIndex,
+    LoadLongContext,
+    Passage,
+    Retrieve,
+    Stage,
+    Usage,
+    chunk_text,
+    document_id,
+)
+
+__all__ = [
+    "TAG_LONG_CONTEXT",
+    "TAG_PARENTS",
+    "TAG_RAG",
+    "TAG_RETRIEVE",
+    "LangChainHandler",
+    "LongContextPlan",
+    "as_documents",
+    "build_index",
+    "message_model",
+    "message_text",
+    "message_usage",
+    "model_name",
+    "model_window",
+    "retriever_filter",
+    "unwrap",
+]
+
+#: Tag (and run name) of the RAG-step model call.
+TAG_RAG = "selfroute:rag"
+#: Tag (and run name) of the long-context model call.
+TAG_LONG_CONTEXT = "selfroute:long_context"
+#: Tag of the retriever call.
+TAG_RETRIEVE = "selfroute:retrieve"
+#: Tag (and run name) of the parent-document loader call.
+TAG_PARENTS = "selfroute:parents"
+
+ParentLoader = Callable[..., Any]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading what LangChain objects carry
+# --------------------------------------------------------------------------------------------
+def unwrap(runnable: Any, config: RunnableConfig | None = None) -> Any:
+    """The runnable under bindings (``bind``, ``with_retry``, ``with_config``), configurable
+    wrappers (resolved with ``config``) and fallbacks (the primary)."""
+    current = runnable
+    for _ in range(32):
+        if isinstance(current, RunnableBindingBase):
+            current = current.bound
+        elif isinstance(current, DynamicRunnable):
+            current = current._prepare(config)[0] if config is not None else current.default
+        elif isinstance(current, RunnableWithFallbacks):
+            current = current.runnable
+        else:
+            break
+    return current
+
+
+def model_name(llm: Any) -> str | None:
+    """The model name configured on a chat model (``model_name``/``model``), if any."""
+    inner = unwrap(llm)
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(inner, attr, None)
+        if isinstance(value, str) and value:
+            return value.removeprefix("models/")
+    return None
+
+
+def model_window(llm: Any) -> int | None:
+    """The model's input window from its LangChain model profile (``max_input_tokens``)."""
+    profile = getattr(unwrap(llm), "profile", None)
+    if isinstance(profile, dict):
+        window = profile.get("max_input_tokens")
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            return window
+    return None
+
+
+def message_text(output: Any) -> str:
+    """The text of a model output (a message, a message chunk or a string)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        return str(output.text)
+    raise ConfigurationError(
+        f"the model returned {type(output).__name__}; expected a message or a string "
+        "(llm must be a chat model or LLM, optionally wrapped with bind/with_retry/with_fallbacks)"
+    )
+
+
+def message_usage(output: Any) -> Usage | None:
+    """Provider-reported usage from ``AIMessage.usage_metadata``; ``None`` when not reported."""
+    meta = getattr(output, "usage_metadata", None)
+    if not meta:
+        return None
+    input_tokens = int(meta.get("input_tokens") or 0)
+    output_tokens = int(meta.get("output_tokens") or 0)
+    if input_tokens == 0 and output_tokens == 0:
+        return None  # a provider that fills zeros has reported nothing
+    total = meta.get("total_tokens")
+    details = meta.get("input_token_details") or {}
+    cached = details.get("cache_read")
+    extra = {
+        key: dict(meta[key])
+        for key in ("input_token_details", "output_token_details")
+        if meta.get(key)
+    }
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=int(total) if total else input_tokens + output_tokens,
+        cached_input_tokens=int(cached) if cached is not None else None,
+        source="provider",
+        extra=extra,
+    )
+
+
+def message_model(output: Any) -> str | None:
+    """The model name the provider reported (``response_metadata["model_name"]`` or ``model``)."""
+    meta = getattr(output, "response_metadata", None) or {}
+    for key in ("model_name", "model"):
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value.removeprefix("models/")
+    return None
+
+
+def _generation(output: Any, fallback_model: str | None) -> Generation:
+    return Generation(
+        text=message_text(output),
+        usage=message_usage(output),
+        model=message_model(output) or fallback_model,
+    )
+
+
+def _merge(pieces: list[Any]) -> Any:
+    """Merge streamed pieces the way LangChain does (``AIMessageChunk`` addition sums usage)."""
+    if not pieces:
+        return ""
+    if all(isinstance(p, BaseMessageChunk) for p in pieces):
+        return pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
+    if all(isinstance(p, str) for p in pieces):
+        return "".join(pieces)
+    return pieces[-1]
+
+
+def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
+    """The metadata filter a vector-store retriever applies (``search_kwargs["filter"]``)."""
+    inner = unwrap(retriever, config)
+    if isinstance(inner, VectorStoreRetriever):
+        return inner.search_kwargs.get("filter")
+    return None
+
+
+def _takes_k(retriever: Any) -> bool:
+    """Whether ``retriever.invoke(query, k=...)`` sets the number of results."""
+    if isinstance(retriever, VectorStoreRetriever):
+        return True
+    if not isinstance(retriever, BaseRetriever):
+        return False
+    try:
+        params = inspect.signature(retriever._get_relevant_documents).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins only
+        return False
+    return "k" in params
+
+
+def _accepts_filter(func: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "filter" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+# --------------------------------------------------------------------------------------------
+# Documents <-> passages
+# --------------------------------------------------------------------------------------------
+def as_documents(value: Any, what: str) -> list[Document]:
+    """Normalize a long context given as ``str``, ``Document`` or a list of them."""
+    items = [value] if isinstance(value, (str, Document)) else value
+    if isinstance(items, (bytes, dict)) or not isinstance(items, Iterable):
+        raise InvalidInputError(
+            f"{what} must be a str, a Document or a list of them, got {type(value).__name__}"
+        )
+    docs: list[Document] = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            docs.append(Document(page_content=item))
+        elif isinstance(item, Document):
+            docs.append(item)
+        else:
+            raise InvalidInputError(
+                f"{what}[{i}] must be a str or a Document, got {type(item).__name__}"
+            )
+    if not any(d.page_content.strip() for d in docs):
+        raise InvalidInputError(f"{what} is empty: no document with any text was given")
+    return docs
+
+
+def _doc_id(doc: Document, id_key: str) -> str | None:
+    value = doc.metadata.get(id_key)
+    return str(value) if value is not None else None
+
+
+def _to_passages(docs: Any, id_key: str) -> list[Passage]:
+    if isinstance(docs, (str, bytes, Document)) or not isinstance(docs, Iterable):
+        raise ConfigurationError(
+            f"the retriever returned {type(docs).__name__}; expected a list of Document"
+        )
+    out: list[Passage] = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise ConfigurationError(
+                f"the retriever returned {type(doc).__name__} at position {i}; expected Document"
+            )
+        score = doc.metadata.get("score", doc.metadata.get("relevance_score"))
+        out.append(
+            Passage(
+                text=doc.page_content,
+                doc_id=_doc_id(doc, id_key),
+                score=float(score) if isinstance(score, (int, float)) else None,
+                metadata=dict(doc.metadata),
+                source=doc,
+            )
+        )
+    return out
+
+
+def _context(doc: Document, id_key: str) -> ContextDocument:
+    return ContextDocument(
+        text=doc.page_content, doc_id=_doc_id(doc, id_key) or doc.id, metadata=dict(doc.metadata)
+    )
+
+
+def build_index(documents: Sequence[Document], *, chunk_words: int, id_key: str) -> LexicalIndex:
+    """A BM25 index over the 300-word chunks of ``documents`` (used when there is no retriever)."""
+    chunks = []
+    for doc in documents:
+        if not doc.page_content.strip():
+            continue
+        did = _doc_id(doc, id_key) or doc.id or document_id(doc.page_content)
+        chunks.extend(
+            chunk_text(doc.page_content, doc_id=did, chunk_words=chunk_words, metadata=doc.metadata)
+        )
+    return LexicalIndex(chunks)
+
+
+def _search(index: LexicalIndex, step: Retrieve, id_key: str) -> list[Passage]:
+    out = []
+    for p in index.search(step.question, step.k):
+        chunk = p.source
+        metadata = {
+            **chunk.metadata,
+            id_key: chunk.doc_id,
+            "chunk_index": chunk.index,
+            "start": chunk.start,
+            "end": chunk.end,
+        }
+        doc = Document(page_content=chunk.text, metadata={**metadata, "score": p.score})
+        out.append(replace(p, metadata=metadata, source=doc))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The handler
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LongContextPlan:
+    """Where one call's long context comes from.
+
+    Attributes:
+        documents: A fixed or per-call long context (takes precedence), or ``None``.
+        parent_loader: Sync loader of the parents of retrieved chunks, or ``None``.
+        aparent_loader: Async loader, or ``None``.
+        use_parents: Whether to load parents when ``documents`` is ``None``.
+        index: Supplies the BM25 index over ``documents`` when there is no retriever.
+    """
+
+    documents: tuple[Document, ...] | None = None
+    parent_loader: ParentLoader | None = None
+    aparent_loader: ParentLoader | None = None
+    use_parents: bool = False
+    index: Callable[[], LexicalIndex] | None = None
+
+
+class LangChainHandler:
+    """Runs the core's steps with LangChain components, as child runs of one chain run.
+
+    Args:
+        retriever: Any retriever runnable (``BaseRetriever``), or ``None`` to rank the chunks of
+            the long context with BM25.
+        llm: The RAG-step model (any chat model or LLM runnable).
+        long_context_llm: The long-context model.
+        plan: Where the long context comes from.
+        config: The config of the parent run (its ``configurable`` and metadata are passed on).
+        run_manager: The parent run's manager (child runs hang under it), or ``None``.
+        id_key: Metadata key holding a chunk's parent-document id.
+        names: Configured model names per stage (used when the provider reports none).
+    """
+
+    def __init__(
+        self,
+        *,
+        retriever: Runnable[Any, Any] | None,
+        llm: Runnable[Any, Any],
+        long_context_llm: Runnable[Any, Any],
+        plan: LongContextPlan,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
+        id_key: str = "doc_id",
+        names: dict[Stage, str | None] | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.models = {Stage.RAG: llm, Stage.LONG_CONTEXT: long_context_llm}
+        self.plan = plan
+        self.config = config
+        self.run_manager = run_manager
+        self.id_key = id_key
+        self.names = names or {}
+
+    # helpers ------------------------------------------------------------------------------------
+    def _child(self, tag: str, run_name: str | None = None) -> RunnableConfig:
+        callbacks = self.run_manager.get_child(tag) if self.run_manager is not None else None
+        config = patch_config(self.config, callbacks=callbacks)
+        if run_name is not None:
+            config["run_name"] = run_name
+        return config
+
+    def _model(self, stage: Stage) -> tuple[Runnable[Any, Any], RunnableConfig]:
+        tag = TAG_RAG if stage is Stage.RAG else TAG_LONG_CONTEXT
+        return self.models[stage], self._child(tag, run_name=tag)
+
+    def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
+        # A retriever that takes ``k`` per call gets it, so ``k`` (also when configured per call)
+        # decides how many chunks are fetched rather than only how many are kept.
+        return {"k": step.k} if _takes_k(self.retriever) else {}
+
+    def _chunks(self, step: LoadLongContext) -> list[Document]:
+        return [p.source for p in step.passages if isinstance(p.source, Document)]
+
+    def _loader(self) -> Runnable[list[Document], Any]:
+        plan = self.plan
+        flt = retriever_filter(self.retriever, self.config)
+
+        def bind(func: ParentLoader | None) -> ParentLoader | None:
+            if func is None or flt is None or not _accepts_filter(func):
+                return func
+            return functools.partial(func, filter=flt)
+
+        func, afunc = bind(plan.parent_loader), bind(plan.aparent_loader)
+        if func is None:
+            if afunc is None:  # pragma: no cover - guarded by the caller
+                raise ConfigurationError("no parent loader configured")
+            return RunnableLambda(afunc, name=TAG_PARENTS)
+        return RunnableLambda(func, afunc=afunc, name=TAG_PARENTS)
+
+    def _ordered(self, parents: Any, chunks: list[Document]) -> list[ContextDocument]:
+        if isinstance(parents, (str, Document)) or not isinstance(parents, Iterable):
+            raise ConfigurationError(
+                f"the parent loader returned {type(parents).__name__}; expected a list of Document"
+            )
+        wanted: dict[str, int] = {}
+        for chunk in chunks:
+            did = _doc_id(chunk, self.id_key)
+            if did is not None:
+                wanted.setdefault(did, len(wanted))
+        docs: list[Document] = []
+        for i, parent in enumerate(parents):
+            if not isinstance(parent, Document):
+                raise ConfigurationError(
+                    f"the parent loader returned {type(parent).__name__} at position {i}; "
+                    "expected Document"
+                )
+            did = _doc_id(parent, self.id_key)
+            if did is not None and did not in wanted:
+                raise ConfigurationError(
+                    f"the parent loader returned document {did!r}, which none of the retrieved "
+                    "chunks belongs to; a parent loader must only return the parents of the "
+                    "chunks it is given"
+                )
+            docs.append(parent)
+        docs.sort(key=lambda d: wanted.get(_doc_id(d, self.id_key) or "", len(wanted)))
+        return [_context(d, self.id_key) for d in docs]
+
+    def _fixed(self) -> list[ContextDocument] | None:
+        if self.plan.documents is None:
+            return None
+        return [_context(d, self.id_key) for d in self.plan.documents]
+
+    def _sync_loader_check(self) -> None:
+        if self.plan.parent_loader is None and self.plan.aparent_loader is not None:
+            raise ConfigurationError(
+                "only aparent_loader was given, which cannot run in a sync call; use "
+                "ainvoke/astream/abatch, or also give parent_loader"
+            )
+
+    # sync protocol ----------------------------------------------------------------------------
+    def retrieve(self, step: Retrieve) -> list[Passage]:
+        """Top-k chunks from the retriever (or BM25 over the long context)."""
+        if self.retriever is None:
+            if self.plan.index is None:  # pragma: no cover - guarded by SelfRoute
+                raise ConfigurationError("no retriever and no long context to search")
+            return _search(self.plan.index(), step, self.id_key)
+        docs = self.retriever.invoke(
+            step.question, config=self._child(TAG_RETRIEVE), **self._retriever_kwargs(step)
+        )
+        return _to_passages(docs, self.id_key)
+
+    def generate(self, step: Generate) -> Generation:
+        """One model call, usage read from ``AIMessage.usage_metadata``."""
+        llm, config = self._model(step.stage)
+        output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
+        return _generation(output, self.names.get(step.stage))
+
+    def stream(self, step: Generate) -> Iterator[GenerationChunk]:
+        """A streamed model call; usage and model arrive on the last piece."""
+        llm, config = self._model(step.stage)
+        pieces: list[Any] = []
+        for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
+            pieces.append(piece)
+            text = message_text(piece)
+            if text:
+                yield GenerationChunk(text=text)
+        final = _generation(_merge(pieces), self.names.get(step.stage))
+        yield GenerationChunk(text="", usage=final.usage, model=final.model)
+
+    def load_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
+        """The fixed/per-call documents, or the parents of the retrieved chunks."""
+        fixed = self._fixed()
+        if fixed is not None or not self.plan.use_parents:
+            return fixed
+        chunks = self._chunks(step)
+        if not chunks:
+            return None
+        self._sync_loader_check()
+        parents = self._loader().invoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
+        return self._ordered(parents, chunks)
+
+    # async protocol ---------------------------------------------------------------------------
+    async def aretrieve(self, step: Retrieve) -> list[Passage]:
+        """Async :meth:`retrieve` (``retriever.ainvoke``)."""
+        if self.retriever is None:
+            index = self.plan.index
+            if index is None:  # pragma: no cover - guarded by SelfRoute
+                raise ConfigurationError("no retriever and no long context to search")
+            built = await run_in_executor(self.config, index)
+            return _search(built, step, self.id_key)
+        docs = await self.retriever.ainvoke(
+            step.question, config=self._child(TAG_RETRIEVE), **self._retriever_kwargs(step)
+        )
+        return _to_passages(docs, self.id_key)
+
+    async def agenerate(self, step: Generate) -> Generation:
+        """Async :meth:`generate` (``llm.ainvoke``)."""
+        llm, config = self._model(step.stage)
+        output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
+        return _generation(output, self.names.get(step.stage))
+
+    async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
+        """Async :meth:`stream` (``llm.astream``)."""
+        llm, config = self._model(step.stage)
+        pieces: list[Any] = []
+        async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
+            pieces.append(piece)
+            text = message_text(piece)
+            if text:
+                yield GenerationChunk(text=text)
+        final = _generation(_merge(pieces), self.names.get(step.stage))
+        yield GenerationChunk(text="", usage=final.usage, model=final.model)
+
+    async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
+        """Async :meth:`load_long_context` (a sync-only loader runs in a worker thread)."""
+        fixed = self._fixed()
+        if fixed is not None or not self.plan.use_parents:
+            return fixed
+        chunks = self._chunks(step)
+        if not chunks:
+            return None
+        loader = self._loader()
+        parents = await loader.ainvoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
+        return self._ordered(parents, chunks)

@@ -1,0 +1,596 @@
+"""``SelfRoute``: Self-Route as a LangChain ``Runnable``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, InstanceOf, PrivateAttr, ValidationError
+from typing_extensions import NotRequired, TypedDict
+
+from langchain_selfroute._handlers import (
+    LangChainHandler,
+    LongContextPlan,
+    as_documents,
+    build_index,
+    model_name,
+    model_window,
+)
+from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
+from selfroute import (
+    DEFAULT_CHUNK_WORDS,
+    ConfigurationError,
+    FlowEvent,
+    InvalidInputError,
+    LexicalIndex,
+    LongContextBudget,
+    PriceTable,
+    Prompts,
+    ResultEvent,
+    RouteConfig,
+    RouteEvent,
+    Stage,
+    TokenEvent,
+    adrive,
+    arun_flow,
+    drive,
+    run_flow,
+    self_route_flow,
+)
+
+if TYPE_CHECKING:
+    from langchain_chroma import Chroma
+
+__all__ = ["LongContextSource", "SelfRoute", "SelfRouteInput", "SelfRouteInputDict"]
+
+LongContextSource = Literal["auto", "fixed", "input", "parents"]
+
+
+class SelfRouteInputDict(TypedDict):
+    """Dict input: the question and, optionally, this call's long context."""
+
+    question: str
+    document: NotRequired[str | Document | list[Document] | list[str]]
+
+
+SelfRouteInput = str | SelfRouteInputDict
+
+_INPUT_KEYS = frozenset(SelfRouteInputDict.__annotations__)
+
+
+def _parse_input(value: Any) -> tuple[str, Any]:
+    """``(question, per-call document or None)`` from a string or a dict input."""
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, dict):
+        unknown = set(value) - _INPUT_KEYS
+        if unknown:
+            raise InvalidInputError(
+                f"unexpected input keys {sorted(map(str, unknown))}; SelfRoute takes a question "
+                "string or a dict with 'question' and optionally 'document'"
+            )
+        if "question" not in value:
+            raise InvalidInputError(
+                "the input dict has no 'question' key; pass {'question': ..., 'document': ...}"
+            )
+        return value["question"], value.get("document")
+    raise InvalidInputError(
+        f"SelfRoute input must be a question string or a dict with 'question' (and optionally "
+        f"'document'), got {type(value).__name__}"
+    )
+
+
+def _join_inputs(chunks: Iterable[Any]) -> Any:
+    """Combine the chunks of a streamed input (strings concatenate; otherwise the last wins)."""
+    final: Any = None
+    seen = False
+    for chunk in chunks:
+        if not seen:
+            final, seen = chunk, True
+            continue
+        try:
+            final = final + chunk
+        except TypeError:
+            final = chunk
+    if not seen:
+        raise InvalidInputError("SelfRoute received an empty input stream")
+    return final
+
+
+def _chunk(event: FlowEvent, route: Any) -> SelfRouteChunk:
+    if isinstance(event, RouteEvent):
+        return SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+    if isinstance(event, TokenEvent):
+        return SelfRouteChunk(route=route, text=event.text, stage=event.stage)
+    assert isinstance(event, ResultEvent)
+    result = event.result
+    return SelfRouteChunk(
+        route=result.route, reason=result.reason, output=SelfRouteOutput.from_result(result)
+    )
+
+
+class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
+    """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
+
+    Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel
+    ("unanswerable"); only when it declines, answers again with ``long_context_llm`` over the whole
+    long context. The routing is the ``selfroute`` core's; this class translates its steps into
+    LangChain calls, each a child run (tags ``selfroute:retrieve``, ``selfroute:rag``,
+    ``selfroute:long_context``, ``selfroute:parents``).
+
+    Input: a question string, or ``{"question": ..., "document": ...}`` where ``document`` (a
+    string, a ``Document`` or a list of them) is this call's long context.
+
+    Output: :class:`~langchain_selfroute.SelfRouteOutput` (``stream`` yields
+    :class:`~langchain_selfroute.SelfRouteChunk`).
+
+    Where the long context comes from (``long_context``):
+
+    * ``"auto"`` (default): the per-call ``document`` if the input has one, else ``document``
+      given here, else the parent documents of the retrieved chunks (needs ``parent_loader``).
+    * ``"fixed"``: always ``document`` given here.
+    * ``"input"``: always the per-call ``document`` (required in every input).
+    * ``"parents"``: always the parents of the retrieved chunks, loaded by ``parent_loader`` with
+      the retriever's metadata filter (see :meth:`from_documents`).
+
+    Args:
+        retriever: Any retriever (``BaseRetriever``, or a runnable returning ``Document`` lists).
+            ``None`` ranks the 300-word chunks of the long context with BM25 (needs a fixed or
+            per-call document).
+        llm: The RAG-step model (any chat model or LLM runnable).
+        long_context_llm: The long-context model; defaults to ``llm``. A cheap ``llm`` plus a
+            strong ``long_context_llm`` is a first-class setup.
+        k: Chunks to retrieve (5 in the paper). Passed per call to vector-store retrievers.
+        document: A fixed long context.
+        long_context: ``auto``, ``fixed``, ``input`` or ``parents`` (see above).
+        parent_loader: ``loader(chunks) -> parent Documents`` (most relevant first). A loader that
+            takes a ``filter`` keyword receives the retriever's ``search_kwargs["filter"]``.
+        aparent_loader: Async twin of ``parent_loader``.
+        id_key: Metadata key holding a chunk's parent-document id.
+        prompts: RAG and long-context prompt templates (:class:`selfroute.Prompts`).
+        sentinel: The decline word, overriding ``prompts.sentinel``.
+        strict: Only the sentinel counts as a decline (natural refusals are answers).
+        long_context_window: The LC model's window in tokens. ``"auto"`` (default) reads
+            ``max_input_tokens`` from the model's LangChain profile when it has one; ``None`` sends
+            the long context unfitted.
+        answer_tokens: Tokens reserved in the window for the answer.
+        overflow: ``fill`` (keep the most relevant chunks), ``truncate_middle`` or ``error``.
+        chunk_words: Chunk size for ``fill`` and for BM25 over the long context.
+        on_rag_error: ``long_context`` (escalate when the RAG call fails) or ``raise``.
+        on_retrieval_error: ``long_context`` (escalate when retrieval fails) or ``raise``.
+        counterfactual: Count the always-LC counterfactual when the RAG step answers (loads the
+            long context once more to count it; no model call).
+        prices: Optional :class:`selfroute.PriceTable` for money.
+        long_context_model: Model name used to price the counterfactual; defaults to the name
+            configured on ``long_context_llm``.
+        budget: Optional :class:`selfroute.LongContextBudget`.
+        token_counter: Pre-call token counter (default: tiktoken ``o200k_base``, offline).
+        max_question_tokens: Reject longer questions.
+
+    Example:
+        >>> route = SelfRoute(retriever=retriever, llm=ChatOpenAI(model="gpt-4o-mini"))  # doctest: +SKIP
+        >>> out = route.invoke("Who kept the lamp?")  # doctest: +SKIP
+        >>> out.answer, out.route, out.token_ratio  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    retriever: Runnable[Any, Any] | None = None
+    llm: Runnable[Any, Any]
+    long_context_llm: Runnable[Any, Any] | None = None
+    k: int = 5
+    document: Any = None
+    long_context: LongContextSource = "auto"
+    parent_loader: Callable[..., Any] | None = None
+    aparent_loader: Callable[..., Awaitable[Any]] | None = None
+    id_key: str = "doc_id"
+    prompts: InstanceOf[Prompts] | None = None
+    sentinel: str | None = None
+    strict: bool = False
+    long_context_window: int | Literal["auto"] | None = "auto"
+    answer_tokens: int = 1024
+    overflow: str = "fill"
+    chunk_words: int = DEFAULT_CHUNK_WORDS
+    on_rag_error: str = "long_context"
+    on_retrieval_error: str = "long_context"
+    counterfactual: bool = True
+    prices: InstanceOf[PriceTable] | None = None
+    long_context_model: str | None = None
+    budget: InstanceOf[LongContextBudget] | None = None
+    token_counter: Any = None
+    max_question_tokens: int | None = None
+
+    _route_config: RouteConfig = PrivateAttr()
+    _documents: tuple[Document, ...] | None = PrivateAttr(default=None)
+    _index: LexicalIndex | None = PrivateAttr(default=None)
+    _index_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigurationError(f"invalid SelfRoute settings: {exc}") from exc
+        self._route_config = self._build_config()
+        if self.document is not None:
+            self._documents = tuple(as_documents(self.document, "document"))
+        self._check_sources()
+
+    # configuration ----------------------------------------------------------------------------
+    def _build_config(self) -> RouteConfig:
+        prompts = self.prompts or Prompts()
+        if self.sentinel is not None:
+            prompts = Prompts(
+                rag=prompts.rag,
+                long_context=prompts.long_context,
+                sentinel=self.sentinel,
+                passage_separator=prompts.passage_separator,
+            )
+        window = self.long_context_window
+        if window == "auto":
+            window = model_window(self._lc_llm)
+        return RouteConfig(
+            k=self.k,
+            prompts=prompts,
+            strict=self.strict,
+            long_context_window=window,
+            answer_tokens=self.answer_tokens,
+            overflow=self.overflow,
+            chunk_words=self.chunk_words,
+            on_rag_error=self.on_rag_error,
+            on_retrieval_error=self.on_retrieval_error,
+            counterfactual=self.counterfactual,
+            prices=self.prices,
+            long_context_model=self.long_context_model or model_name(self._lc_llm),
+            budget=self.budget,
+            token_counter=self.token_counter,
+            max_question_tokens=self.max_question_tokens,
+        )
+
+    def _check_sources(self) -> None:
+        if not self.id_key:
+            raise ConfigurationError("id_key must be a non-empty string")
+        if self.long_context == "fixed" and self.document is None:
+            raise ConfigurationError("long_context='fixed' needs document=... (the long context)")
+        if self.long_context == "parents":
+            if self.parent_loader is None and self.aparent_loader is None:
+                raise ConfigurationError(
+                    "long_context='parents' needs parent_loader= (or build with "
+                    "SelfRoute.from_documents/from_vectorstore, which set one up)"
+                )
+            if self.retriever is None:
+                raise ConfigurationError("long_context='parents' needs a retriever")
+
+    @property
+    def config(self) -> RouteConfig:
+        """The core :class:`selfroute.RouteConfig` these settings build."""
+        return self._route_config
+
+    @property
+    def _lc_llm(self) -> Runnable[Any, Any]:
+        return self.long_context_llm if self.long_context_llm is not None else self.llm
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        """Not serializable with ``dumpd`` (retrievers and stores are live objects)."""
+        return False
+
+    @property
+    def InputType(self) -> Any:
+        """A question string or a :class:`SelfRouteInputDict`."""
+        return SelfRouteInput
+
+    @property
+    def OutputType(self) -> type[SelfRouteOutput]:
+        """:class:`SelfRouteOutput`."""
+        return SelfRouteOutput
+
+    # per-call plumbing ------------------------------------------------------------------------
+    def _plan(self, per_call: Any) -> LongContextPlan:
+        mode = self.long_context
+        if per_call is not None and mode in ("fixed", "parents"):
+            raise InvalidInputError(
+                f"this SelfRoute takes its long context from {mode!r}; remove 'document' from the "
+                "input or use long_context='auto' or 'input'"
+            )
+        if per_call is None and mode == "input":
+            raise InvalidInputError(
+                "long_context='input' needs a 'document' in every input: "
+                "{'question': ..., 'document': ...}"
+            )
+        documents: tuple[Document, ...] | None = None
+        index: Callable[[], LexicalIndex] | None = None
+        if per_call is not None:
+            documents = tuple(as_documents(per_call, "input 'document'"))
+            if self.retriever is None:
+                docs = documents
+
+                def index() -> LexicalIndex:
+                    return build_index(docs, chunk_words=self.chunk_words, id_key=self.id_key)
+
+        elif mode in ("auto", "fixed") and self._documents is not None:
+            documents = self._documents
+            index = self._fixed_index
+        if self.retriever is None and documents is None:
+            raise InvalidInputError(
+                "this SelfRoute has no retriever and no document to search; give "
+                "{'question': ..., 'document': ...}, or document=/retriever= when building it"
+            )
+        has_loader = self.parent_loader is not None or self.aparent_loader is not None
+        return LongContextPlan(
+            documents=documents,
+            parent_loader=self.parent_loader,
+            aparent_loader=self.aparent_loader,
+            use_parents=documents is None and has_loader,
+            index=index if self.retriever is None else None,
+        )
+
+    def _fixed_index(self) -> LexicalIndex:
+        with self._index_lock:
+            if self._index is None:
+                assert self._documents is not None
+                self._index = build_index(
+                    self._documents, chunk_words=self.chunk_words, id_key=self.id_key
+                )
+            return self._index
+
+    def _handler(
+        self,
+        per_call: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
+    ) -> LangChainHandler:
+        return LangChainHandler(
+            retriever=self.retriever,
+            llm=self.llm,
+            long_context_llm=self._lc_llm,
+            plan=self._plan(per_call),
+            config=config,
+            run_manager=run_manager,
+            id_key=self.id_key,
+            names={Stage.RAG: model_name(self.llm), Stage.LONG_CONTEXT: model_name(self._lc_llm)},
+        )
+
+    # invoke -----------------------------------------------------------------------------------
+    def _invoke(
+        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> SelfRouteOutput:
+        question, per_call = _parse_input(value)
+        handler = self._handler(per_call, config, run_manager)
+        result = run_flow(self_route_flow(question, self._route_config), handler)
+        return SelfRouteOutput.from_result(result)
+
+    async def _ainvoke(
+        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> SelfRouteOutput:
+        question, per_call = _parse_input(value)
+        handler = self._handler(per_call, config, run_manager)
+        result = await arun_flow(self_route_flow(question, self._route_config), handler)
+        return SelfRouteOutput.from_result(result)
+
+    def invoke(
+        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SelfRouteOutput:
+        """Answer one question (RAG first, long context only when the RAG step declines)."""
+        return self._call_with_config(self._invoke, input, config, run_type="chain", **kwargs)
+
+    async def ainvoke(
+        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SelfRouteOutput:
+        """Async :meth:`invoke`: awaits the retriever and models, never blocks the event loop."""
+        return await self._acall_with_config(
+            self._ainvoke, input, config, run_type="chain", **kwargs
+        )
+
+    # streaming --------------------------------------------------------------------------------
+    def _transform(
+        self,
+        inputs: Iterator[Any],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[SelfRouteChunk]:
+        question, per_call = _parse_input(_join_inputs(inputs))
+        handler = self._handler(per_call, config, run_manager)
+        route = None
+        for event in drive(self_route_flow(question, self._route_config), handler, stream=True):
+            chunk = _chunk(event, route)
+            route = chunk.route or route
+            yield chunk
+
+    async def _atransform(
+        self,
+        inputs: AsyncIterator[Any],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[SelfRouteChunk]:
+        question, per_call = _parse_input(_join_inputs([c async for c in inputs]))
+        handler = self._handler(per_call, config, run_manager)
+        route = None
+        flow = self_route_flow(question, self._route_config)
+        async for event in adrive(flow, handler, stream=True):
+            chunk = _chunk(event, route)
+            route = chunk.route or route
+            yield chunk
+
+    # The Runnable protocol types stream chunks as the output type; SelfRoute streams typed
+    # SelfRouteChunk objects instead (they add up, and the last one carries the output).
+    def transform(  # type: ignore[override]
+        self, input: Iterator[SelfRouteInput], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[SelfRouteChunk]:
+        """Stream from a streamed input (the input chunks are joined first)."""
+        transformer: Any = self._transform
+        for chunk in self._transform_stream_with_config(
+            input, transformer, config, run_type="chain", **kwargs
+        ):
+            yield cast(SelfRouteChunk, chunk)
+
+    def stream(  # type: ignore[override]
+        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[SelfRouteChunk]:
+        """Stream the answer as :class:`SelfRouteChunk`: the route first, then text, then the
+        result. RAG-step text is held back until it can no longer be the start of a decline."""
+        yield from self.transform(iter([input]), config, **kwargs)
+
+    async def atransform(  # type: ignore[override]
+        self,
+        input: AsyncIterator[SelfRouteInput],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[SelfRouteChunk]:
+        """Async :meth:`transform`."""
+        transformer: Any = self._atransform
+        async for chunk in self._atransform_stream_with_config(
+            input, transformer, config, run_type="chain", **kwargs
+        ):
+            yield cast(SelfRouteChunk, chunk)
+
+    async def astream(  # type: ignore[override]
+        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[SelfRouteChunk]:
+        """Async :meth:`stream`."""
+
+        async def one() -> AsyncIterator[SelfRouteInput]:
+            yield input
+
+        async for chunk in self.atransform(one(), config, **kwargs):
+            yield chunk
+
+    # construction from a store ----------------------------------------------------------------
+    @classmethod
+    def from_vectorstore(
+        cls,
+        vectorstore: VectorStore,
+        *,
+        llm: Runnable[Any, Any],
+        search_type: str = "similarity",
+        search_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SelfRoute:
+        """A ``SelfRoute`` over a vector store of chunks made by :func:`index_documents`.
+
+        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. For a
+        ``langchain_chroma.Chroma`` store the long context is the parent documents of the
+        retrieved chunks, rebuilt from the store with the retriever's ``filter`` applied again
+        (:class:`ChromaParentLoader`); for other stores pass ``parent_loader=`` or ``document=``.
+
+        Args:
+            vectorstore: The store of chunks.
+            llm: The RAG-step model.
+            search_type: ``similarity``, ``mmr`` or ``similarity_score_threshold``.
+            search_kwargs: E.g. ``{"filter": {"tenant": "acme"}}``.
+            **kwargs: Any other :class:`SelfRoute` setting (``k``, ``long_context_llm``, ...).
+        """
+        from langchain_selfroute._chroma import ChromaParentLoader, is_chroma
+
+        k = kwargs.get("k", 5)
+        retriever = vectorstore.as_retriever(
+            search_type=search_type, search_kwargs={"k": k, **(search_kwargs or {})}
+        )
+        if (
+            is_chroma(vectorstore)
+            and "parent_loader" not in kwargs
+            and "aparent_loader" not in kwargs
+        ):
+            kwargs["parent_loader"] = ChromaParentLoader(
+                cast("Chroma", vectorstore), id_key=kwargs.get("id_key", "doc_id")
+            )
+        return cls(retriever=retriever, llm=llm, **kwargs)
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        *,
+        llm: Runnable[Any, Any],
+        embedding: Embeddings,
+        persist_directory: str | None = None,
+        collection_name: str | None = None,
+        client: Any = None,
+        ids: Sequence[str] | None = None,
+        chunk_words: int = DEFAULT_CHUNK_WORDS,
+        overlap_words: int = 0,
+        search_type: str = "similarity",
+        search_kwargs: dict[str, Any] | None = None,
+        collection_metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SelfRoute:
+        """Chunk ``documents`` into 300-word chunks in a Chroma collection and route over them.
+
+        Every chunk carries ``doc_id``, ``chunk_index``, ``chunk_count``, ``start`` and ``end``
+        metadata plus its document's metadata, so the full documents can be rebuilt from the
+        store for the long-context step, with the same metadata filter the retriever uses:
+        a retriever filtered to one tenant never brings another tenant's document into a prompt.
+
+        Args:
+            documents: The documents.
+            llm: The RAG-step model.
+            embedding: Any LangChain ``Embeddings``.
+            persist_directory: Directory of an embedded persistent Chroma; ``None`` for in-memory.
+            collection_name: The Chroma collection (default: ``selfroute``; in memory, a unique
+                name, since Chroma's in-memory clients share collections within a process).
+            client: A ``chromadb`` client to use instead (e.g. an ``HttpClient``).
+            ids: One id per document (default: its ``doc_id`` metadata, its ``id``, or a hash of
+                its text and metadata). Re-adding a document with the same id replaces its chunks.
+            chunk_words: Words per chunk (300 in the paper).
+            overlap_words: Words shared by consecutive chunks.
+            search_type: Retriever search type.
+            search_kwargs: Retriever search kwargs (``{"filter": {...}}``).
+            collection_metadata: Chroma collection metadata.
+            **kwargs: Any other :class:`SelfRoute` setting.
+        """
+        from langchain_selfroute._chroma import index_documents, open_chroma
+
+        store = open_chroma(
+            embedding=embedding,
+            collection_name=collection_name,
+            persist_directory=persist_directory,
+            client=client,
+            collection_metadata=collection_metadata,
+        )
+        index_documents(
+            store,
+            documents,
+            ids=ids,
+            chunk_words=chunk_words,
+            overlap_words=overlap_words,
+            id_key=kwargs.get("id_key", "doc_id"),
+        )
+        return cls.from_vectorstore(
+            store,
+            llm=llm,
+            search_type=search_type,
+            search_kwargs=search_kwargs,
+            chunk_words=chunk_words,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Sequence[str],
+        *,
+        llm: Runnable[Any, Any],
+        embedding: Embeddings,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> SelfRoute:
+        """:meth:`from_documents` over plain texts (with optional per-text metadata)."""
+        if isinstance(texts, str):
+            raise InvalidInputError("texts must be a list of strings, got a single str")
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise InvalidInputError(
+                f"metadatas has {len(metadatas)} entries for {len(texts)} texts"
+            )
+        docs = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"texts[{i}] must be a str, got {type(text).__name__}")
+            docs.append(
+                Document(page_content=text, metadata=dict((metadatas or [{}] * len(texts))[i]))
+            )
+        return cls.from_documents(docs, llm=llm, embedding=embedding, **kwargs)

@@ -1,0 +1,487 @@
+"""``SelfRouteQueryEngine``: Self-Route as a LlamaIndex query engine.
+
+The engine only wires LlamaIndex objects to the core: :func:`selfroute.self_route_flow` decides,
+:class:`~llamaindex_selfroute.LlamaIndexHandler` translates each step into a LlamaIndex call.
+``query`` runs the sync driver, ``aquery`` the async one (nothing blocking on the event loop), and
+``streaming=True`` streams through the drivers' sentinel sniffing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import (
+    RESPONSE_TYPE,
+    AsyncStreamingResponse,
+    Response,
+    StreamingResponse,
+)
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.callbacks.schema import CBEventType, EventPayload
+from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.vector_stores.types import BasePydanticVectorStore, MetadataFilters
+from llama_index_instrumentation import get_dispatcher
+
+from llamaindex_selfroute._events import SelfRouteResultEvent, SelfRouteRouteEvent
+from llamaindex_selfroute._handlers import LlamaIndexHandler, configured_model_name
+from llamaindex_selfroute._parents import (
+    AsyncLongContextFn,
+    CallableContext,
+    FixedContext,
+    LongContextSource,
+    ParentDocuments,
+)
+from llamaindex_selfroute._prompts import prompts_to_templates, update_prompts
+from selfroute import (
+    ConfigurationError,
+    FlowEvent,
+    Prompts,
+    ResultEvent,
+    RouteConfig,
+    RouteEvent,
+    RouteResult,
+    SelfRouteError,
+    TokenEvent,
+    adrive,
+    arun_flow,
+    drive,
+    run_flow,
+    self_route_flow,
+    validate_question,
+)
+
+if TYPE_CHECKING:
+    from llama_index.core.indices.vector_store.base import VectorStoreIndex
+
+__all__ = ["RESULT_KEY", "RESULT_OBJECT_KEY", "SelfRouteQueryEngine", "get_route_result"]
+
+dispatcher = get_dispatcher(__name__)
+
+#: ``response.metadata[RESULT_KEY]`` holds ``RouteResult.to_dict()`` (JSON-serializable).
+RESULT_KEY = "selfroute"
+#: ``response.metadata[RESULT_OBJECT_KEY]`` holds the :class:`selfroute.RouteResult` itself.
+RESULT_OBJECT_KEY = "selfroute_result"
+
+_CONFIG_FIELDS = {f.name for f in dataclasses.fields(RouteConfig)}
+
+
+def get_route_result(response: Any) -> RouteResult:
+    """The :class:`selfroute.RouteResult` behind a response of :class:`SelfRouteQueryEngine`.
+
+    Works on ``Response``, on a finished ``StreamingResponse``/``AsyncStreamingResponse`` and on
+    an agent's ``ToolOutput`` (its ``raw_output``).
+
+    Raises:
+        SelfRouteError: The response carries no result (not from this engine, or a stream that
+            has not finished yet).
+    """
+    raw = getattr(response, "raw_output", None)
+    if raw is not None and not hasattr(response, "metadata"):
+        response = raw
+    metadata = getattr(response, "metadata", None) or {}
+    result = metadata.get(RESULT_OBJECT_KEY)
+    if not isinstance(result, RouteResult):
+        raise SelfRouteError(
+            "this response carries no Self-Route result: it did not come from "
+            "SelfRouteQueryEngine, or it is a stream that has not been consumed yet"
+        )
+    return result
+
+
+def _build_config(
+    config: RouteConfig | None,
+    prompts: Prompts | None,
+    long_context_llm: LLM,
+    long_context_window: int | Literal["auto"] | None,
+    settings: dict[str, Any],
+) -> RouteConfig:
+    unknown = sorted(set(settings) - _CONFIG_FIELDS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown SelfRouteQueryEngine argument(s) {unknown}; RouteConfig settings are "
+            f"{sorted(_CONFIG_FIELDS)}"
+        )
+    if config is not None and not isinstance(config, RouteConfig):
+        raise ConfigurationError(f"config must be a selfroute.RouteConfig, got {config!r}")
+    cfg = config or RouteConfig()
+    changes = dict(settings)
+    if prompts is not None:
+        changes["prompts"] = prompts
+    if long_context_window == "auto":
+        if cfg.long_context_window is None and "long_context_window" not in changes:
+            window = getattr(getattr(long_context_llm, "metadata", None), "context_window", None)
+            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                changes["long_context_window"] = window
+    else:
+        changes["long_context_window"] = long_context_window
+    if cfg.long_context_model is None and "long_context_model" not in changes:
+        changes["long_context_model"] = configured_model_name(long_context_llm)
+    return dataclasses.replace(cfg, **changes) if changes else cfg
+
+
+class SelfRouteQueryEngine(BaseQueryEngine):
+    """Self-Route as a LlamaIndex query engine: answer from the top-k chunks, or fall back.
+
+    The RAG-step LLM gets the top-``k`` chunks and writes an answer or the sentinel
+    (``unanswerable``); only then does the long-context LLM read the whole source documents.
+
+    Args:
+        retriever: Any LlamaIndex retriever (``index.as_retriever(...)`` or your own).
+        llm: The RAG-step LLM (default ``Settings.llm``).
+        long_context_llm: The long-context LLM (default: ``llm``). A cheap+strong pair is the
+            usual setup.
+        long_context: The long context: ``None`` (default) loads the parent documents of the
+            retrieved nodes from the retriever's docstore/vector store under the retriever's
+            filters; a string, ``Document`` or list of them is used for every question; a
+            function ``f(question, nodes) -> documents | None`` decides per question.
+        along_context: Async twin of a ``long_context`` function, used by ``aquery``.
+        docstore: Docstore holding the original documents (default: the retriever's).
+        vector_store: Vector store to rebuild documents from (default: the retriever's).
+        filters: Metadata filters applied when loading parents (default: the retriever's).
+        config: A :class:`selfroute.RouteConfig`; keyword settings below override its fields.
+        prompts: The prompts (also replaceable with ``engine.update_prompts``).
+        streaming: Return ``StreamingResponse`` / ``AsyncStreamingResponse``.
+        node_postprocessors: Applied to the retrieved nodes (rerankers, cut-offs).
+        metadata_mode: How node metadata goes into the RAG prompt (default: text only).
+        long_context_window: The LC window in tokens for fitting; ``"auto"`` (default) uses
+            ``long_context_llm.metadata.context_window``; ``None`` sends documents unfitted.
+        retraction_text: Streamed between a retracted RAG answer and the long-context answer.
+        llm_kwargs: Extra keyword arguments for every LLM call.
+        callback_manager: Callback manager (default ``Settings.callback_manager``).
+        **settings: :class:`selfroute.RouteConfig` fields: ``k``, ``strict``, ``answer_tokens``,
+            ``overflow``, ``on_rag_error``, ``on_retrieval_error``, ``counterfactual``,
+            ``prices``, ``budget``, ``token_counter``, ``max_question_tokens`` ...
+
+    Raises:
+        ConfigurationError: An unknown setting or an invalid value.
+    """
+
+    def __init__(
+        self,
+        retriever: BaseRetriever,
+        llm: LLM | None = None,
+        long_context_llm: LLM | None = None,
+        *,
+        long_context: Any = None,
+        along_context: AsyncLongContextFn | None = None,
+        docstore: BaseDocumentStore | None = None,
+        vector_store: BasePydanticVectorStore | None = None,
+        filters: MetadataFilters | None = None,
+        config: RouteConfig | None = None,
+        prompts: Prompts | None = None,
+        streaming: bool = False,
+        node_postprocessors: Sequence[BaseNodePostprocessor] | None = None,
+        metadata_mode: MetadataMode = MetadataMode.NONE,
+        long_context_window: int | Literal["auto"] | None = "auto",
+        retraction_text: str = "\n\n",
+        llm_kwargs: dict[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
+        **settings: Any,
+    ) -> None:
+        if not isinstance(retriever, BaseRetriever):
+            raise ConfigurationError(
+                f"retriever must be a LlamaIndex BaseRetriever, got {type(retriever).__name__}"
+            )
+        self._retriever = retriever
+        self._llm = llm or Settings.llm
+        self._long_context_llm = long_context_llm or self._llm
+        for name, value in (("llm", self._llm), ("long_context_llm", self._long_context_llm)):
+            if not isinstance(value, LLM):
+                raise ConfigurationError(
+                    f"{name} must be a LlamaIndex LLM, got {type(value).__name__}"
+                )
+        self._config = _build_config(
+            config, prompts, self._long_context_llm, long_context_window, settings
+        )
+        self._long_context = self._make_source(
+            long_context, along_context, docstore, vector_store, filters
+        )
+        self._streaming = bool(streaming)
+        self._node_postprocessors = list(node_postprocessors or [])
+        self._metadata_mode = MetadataMode(metadata_mode)
+        self._retraction_text = retraction_text
+        self._llm_kwargs = dict(llm_kwargs or {})
+        self._init_args = {
+            "llm": llm,
+            "long_context_llm": long_context_llm,
+            "long_context": long_context,
+            "along_context": along_context,
+            "docstore": docstore,
+            "vector_store": vector_store,
+            "streaming": streaming,
+            "node_postprocessors": node_postprocessors,
+            "metadata_mode": metadata_mode,
+            "retraction_text": retraction_text,
+            "llm_kwargs": llm_kwargs,
+        }
+        super().__init__(callback_manager=callback_manager or Settings.callback_manager)
+
+    # -- construction helpers ----------------------------------------------------------------
+    def _make_source(
+        self,
+        long_context: Any,
+        along_context: AsyncLongContextFn | None,
+        docstore: BaseDocumentStore | None,
+        vector_store: BasePydanticVectorStore | None,
+        filters: MetadataFilters | None,
+    ) -> LongContextSource | None:
+        if callable(long_context) or along_context is not None:
+            return CallableContext(long_context, along_context)
+        if long_context is not None:
+            return FixedContext(long_context)
+        docstore = docstore if docstore is not None else getattr(self._retriever, "_docstore", None)
+        vector_store = (
+            vector_store
+            if vector_store is not None
+            else getattr(self._retriever, "_vector_store", None)
+        )
+        if filters is None:
+            filters = getattr(self._retriever, "_filters", None)
+        if not isinstance(docstore, BaseDocumentStore):
+            docstore = None
+        if not isinstance(vector_store, BasePydanticVectorStore):
+            vector_store = None
+        if docstore is None and vector_store is None:
+            return None
+        return ParentDocuments(docstore=docstore, vector_store=vector_store, filters=filters)
+
+    @classmethod
+    def from_index(
+        cls,
+        index: VectorStoreIndex,
+        llm: LLM | None = None,
+        long_context_llm: LLM | None = None,
+        *,
+        filters: MetadataFilters | None = None,
+        similarity_top_k: int | None = None,
+        retriever_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> SelfRouteQueryEngine:
+        """Drop-in for ``index.as_query_engine()``.
+
+        Args:
+            index: A ``VectorStoreIndex`` (or any index with ``as_retriever``).
+            llm: The RAG-step LLM.
+            long_context_llm: The long-context LLM (default: ``llm``).
+            filters: Metadata filters for retrieval and for loading parent documents.
+            similarity_top_k: Chunks retrieved (default: ``k``, 5).
+            retriever_kwargs: More arguments for ``index.as_retriever``.
+            **kwargs: Anything :class:`SelfRouteQueryEngine` accepts.
+        """
+        k = kwargs.get("k", (kwargs.get("config") or RouteConfig()).k)
+        rkw = dict(retriever_kwargs or {})
+        rkw.setdefault("similarity_top_k", similarity_top_k or k)
+        if filters is not None:
+            rkw["filters"] = filters
+        retriever = index.as_retriever(**rkw)
+        kwargs.setdefault("docstore", index.docstore)
+        if getattr(index, "vector_store", None) is not None:
+            kwargs.setdefault("vector_store", index.vector_store)
+        return cls(retriever, llm, long_context_llm, filters=filters, **kwargs)
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], **kwargs: Any) -> SelfRouteQueryEngine:
+        """Index ``documents`` in 300-word chunks (Chroma by default) and build an engine.
+
+        See :func:`llamaindex_selfroute.build_index` for the arguments; the rest go to
+        :class:`SelfRouteQueryEngine`.
+        """
+        from llamaindex_selfroute._store import build_index, split_build_kwargs
+
+        build_kwargs, engine_kwargs = split_build_kwargs(kwargs)
+        index = build_index(documents, **build_kwargs)
+        return cls.from_index(index, **engine_kwargs)
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: str, **kwargs: Any) -> SelfRouteQueryEngine:
+        """Reopen what :meth:`from_documents` persisted to ``persist_dir``.
+
+        See :func:`llamaindex_selfroute.load_index` for the arguments; the rest go to
+        :class:`SelfRouteQueryEngine`.
+        """
+        from llamaindex_selfroute._store import load_index, split_build_kwargs
+
+        build_kwargs, engine_kwargs = split_build_kwargs(kwargs, loading=True)
+        index = load_index(persist_dir, **build_kwargs)
+        return cls.from_index(index, **engine_kwargs)
+
+    def with_retriever(self, retriever: BaseRetriever) -> SelfRouteQueryEngine:
+        """A copy using ``retriever`` (e.g. with per-tenant filters); parents follow its filters.
+
+        Docstore and vector store given explicitly are kept; filters always come from the new
+        retriever.
+        """
+        args = dict(self._init_args)
+        return type(self)(
+            retriever,
+            config=self._config,
+            callback_manager=self.callback_manager,
+            long_context_window=self._config.long_context_window,
+            **args,
+        )
+
+    # -- properties ------------------------------------------------------------------------
+    @property
+    def retriever(self) -> BaseRetriever:
+        """The retriever."""
+        return self._retriever
+
+    @property
+    def llm(self) -> LLM:
+        """The RAG-step LLM."""
+        return self._llm
+
+    @property
+    def long_context_llm(self) -> LLM:
+        """The long-context LLM."""
+        return self._long_context_llm
+
+    @property
+    def config(self) -> RouteConfig:
+        """The flow settings."""
+        return self._config
+
+    @property
+    def long_context_source(self) -> LongContextSource | None:
+        """Where the long context comes from (``None``: nowhere)."""
+        return self._long_context
+
+    # -- prompts -----------------------------------------------------------------------------
+    def _get_prompts(self) -> PromptDictType:
+        return prompts_to_templates(self._config.prompts)
+
+    def _get_prompt_modules(self) -> PromptMixinType:
+        return {}
+
+    def _update_prompts(self, prompts_dict: PromptDictType) -> None:
+        prompts = update_prompts(self._config.prompts, dict(prompts_dict))
+        self._config = dataclasses.replace(self._config, prompts=prompts)
+
+    # -- retrieval only ----------------------------------------------------------------------
+    def _handler(self, query_bundle: QueryBundle | None = None) -> LlamaIndexHandler:
+        return LlamaIndexHandler(
+            retriever=self._retriever,
+            llm=self._llm,
+            long_context_llm=self._long_context_llm,
+            long_context=self._long_context,
+            node_postprocessors=self._node_postprocessors,
+            metadata_mode=self._metadata_mode,
+            query_bundle=query_bundle,
+            llm_kwargs=self._llm_kwargs,
+        )
+
+    def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """The nodes the RAG step would see (retriever + postprocessors, first ``k``)."""
+        bundle = QueryBundle(query_bundle) if isinstance(query_bundle, str) else query_bundle
+        nodes = self._handler(bundle).retrieve_nodes(bundle.query_str.strip())
+        return nodes[: self._config.k]
+
+    async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """Async :meth:`retrieve`."""
+        bundle = QueryBundle(query_bundle) if isinstance(query_bundle, str) else query_bundle
+        nodes = await self._handler(bundle).aretrieve_nodes(bundle.query_str.strip())
+        return nodes[: self._config.k]
+
+    # -- results ---------------------------------------------------------------------------
+    def _finish(self, result: RouteResult, metadata: dict[str, Any]) -> None:
+        metadata[RESULT_KEY] = result.to_dict()
+        metadata[RESULT_OBJECT_KEY] = result
+        dispatcher.event(
+            SelfRouteResultEvent(
+                route=result.route.value, reason=result.reason.value, result=result.to_dict()
+            )
+        )
+
+    def _response(self, result: RouteResult) -> Response:
+        nodes = [p.source for p in result.sources if isinstance(p.source, NodeWithScore)]
+        metadata: dict[str, Any] = {}
+        self._finish(result, metadata)
+        return Response(response=result.answer, source_nodes=nodes, metadata=metadata)
+
+    def _on_event(self, event: FlowEvent, metadata: dict[str, Any]) -> str | None:
+        """Text to stream for one driver event (``None``: nothing)."""
+        if isinstance(event, TokenEvent):
+            return event.text
+        if isinstance(event, RouteEvent):
+            dispatcher.event(
+                SelfRouteRouteEvent(
+                    route=event.route.value,
+                    reason=event.reason.value if event.reason is not None else None,
+                    retracted=event.retracted,
+                )
+            )
+            if event.retracted:
+                metadata["selfroute_retracted"] = True
+                return self._retraction_text or None
+            return None
+        if isinstance(event, ResultEvent):
+            self._finish(event.result, metadata)
+        return None
+
+    def _stream(
+        self, events: Iterator[FlowEvent], metadata: dict[str, Any]
+    ) -> Generator[str, None, None]:
+        for event in events:
+            text = self._on_event(event, metadata)
+            if text:
+                yield text
+
+    async def _astream(
+        self, events: AsyncIterator[FlowEvent], metadata: dict[str, Any]
+    ) -> AsyncGenerator[str, None]:
+        async for event in events:
+            text = self._on_event(event, metadata)
+            if text:
+                yield text
+
+    # -- querying ----------------------------------------------------------------------------
+    def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        question = validate_question(query_bundle.query_str)
+        handler = self._handler(query_bundle)
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as query_event:
+            flow = self_route_flow(question, self._config)
+            response: RESPONSE_TYPE
+            if self._streaming:
+                nodes = handler.prefetch(question)
+                metadata: dict[str, Any] = {}
+                response = StreamingResponse(
+                    response_gen=self._stream(drive(flow, handler, stream=True), metadata),
+                    source_nodes=nodes[: self._config.k],
+                    metadata=metadata,
+                )
+            else:
+                response = self._response(run_flow(flow, handler))
+            query_event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        question = validate_question(query_bundle.query_str)
+        handler = self._handler(query_bundle)
+        with self.callback_manager.event(
+            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
+        ) as query_event:
+            flow = self_route_flow(question, self._config)
+            response: RESPONSE_TYPE
+            if self._streaming:
+                nodes = await handler.aprefetch(question)
+                metadata: dict[str, Any] = {}
+                response = AsyncStreamingResponse(
+                    response_gen=self._astream(adrive(flow, handler, stream=True), metadata),
+                    source_nodes=nodes[: self._config.k],
+                    metadata=metadata,
+                )
+            else:
+                response = self._response(await arun_flow(flow, handler))
+            query_event.on_end(payload={EventPayload.RESPONSE: response})
+        return response

@@ -1,0 +1,326 @@
+"""The step handler: the flow's steps translated into LlamaIndex calls (sync and async).
+
+No routing happens here. ``retrieve`` calls the retriever (and node postprocessors),
+``generate``/``stream`` call the stage's LLM with the prompt the flow rendered and report what the
+provider said about usage, ``load_long_context`` asks the long-context source. The async methods
+only await (``aretrieve``, ``achat``, ``astream_chat`` ...); they never call the sync ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.llms import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index_instrumentation import get_dispatcher
+
+from llamaindex_selfroute._events import SelfRouteStepEndEvent, SelfRouteStepStartEvent
+from llamaindex_selfroute._parents import LongContextSource
+from llamaindex_selfroute._usage import StreamUsage, model_from_response, usage_from_response
+from selfroute import (
+    ContextDocument,
+    Generate,
+    Generation,
+    GenerationChunk,
+    LoadLongContext,
+    Passage,
+    Retrieve,
+    SelfRouteError,
+    Stage,
+)
+
+__all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
+
+dispatcher = get_dispatcher(__name__)
+
+
+def configured_model_name(llm: LLM) -> str | None:
+    """The model name an LLM is configured with (``None`` when it does not say)."""
+    try:
+        name = llm.metadata.model_name
+    except Exception:  # metadata of a third-party LLM may raise; the name is only a label
+        return None
+    return name if isinstance(name, str) and name and name != "unknown" else None
+
+
+def _is_chat_model(llm: LLM) -> bool:
+    try:
+        return bool(llm.metadata.is_chat_model)
+    except Exception:  # same as above: fall back to the chat API, which every LLM has
+        return True
+
+
+def node_to_passage(node: NodeWithScore, metadata_mode: MetadataMode) -> Passage:
+    """A retrieved LlamaIndex node as a framework-neutral passage (``source`` keeps the node)."""
+    if not isinstance(node, NodeWithScore):
+        raise SelfRouteError(
+            f"the retriever returned {type(node).__name__}; expected NodeWithScore"
+        )
+    return Passage(
+        text=node.node.get_content(metadata_mode=metadata_mode),
+        doc_id=node.node.ref_doc_id,
+        score=node.score,
+        metadata=dict(node.node.metadata),
+        source=node,
+    )
+
+
+class LlamaIndexHandler:
+    """Runs the flow's steps with a LlamaIndex retriever and LLMs.
+
+    One handler serves one query (it remembers the retrieved nodes and the query bundle).
+
+    Args:
+        retriever: Any LlamaIndex retriever.
+        llm: The RAG-step LLM.
+        long_context_llm: The long-context LLM (defaults to ``llm``).
+        long_context: Where the long context comes from (``None``: no long context).
+        node_postprocessors: Applied to the retrieved nodes, in order.
+        metadata_mode: How node metadata is rendered into the RAG prompt (``NONE``: text only).
+        query_bundle: The caller's query bundle (keeps custom embeddings / embedding strings).
+        llm_kwargs: Extra keyword arguments for every LLM call.
+    """
+
+    def __init__(
+        self,
+        *,
+        retriever: BaseRetriever,
+        llm: LLM,
+        long_context_llm: LLM | None = None,
+        long_context: LongContextSource | None = None,
+        node_postprocessors: Sequence[BaseNodePostprocessor] = (),
+        metadata_mode: MetadataMode = MetadataMode.NONE,
+        query_bundle: QueryBundle | None = None,
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.retriever = retriever
+        self.llms = {Stage.RAG: llm, Stage.LONG_CONTEXT: long_context_llm or llm}
+        self.long_context = long_context
+        self.node_postprocessors = list(node_postprocessors)
+        self.metadata_mode = metadata_mode
+        self.query_bundle = query_bundle
+        self.llm_kwargs = dict(llm_kwargs or {})
+        self.nodes: list[NodeWithScore] = []
+        self._prefetched: list[NodeWithScore] | None = None
+        self._prefetch_error: Exception | None = None
+
+    # -- retrieval -------------------------------------------------------------------------
+    def _bundle(self, question: str) -> QueryBundle:
+        qb = self.query_bundle
+        if qb is not None and qb.query_str.strip() == question:
+            return qb
+        return QueryBundle(question)
+
+    def retrieve_nodes(self, question: str) -> list[NodeWithScore]:
+        """Retrieve and post-process nodes for ``question`` (sync)."""
+        bundle = self._bundle(question)
+        nodes = self.retriever.retrieve(bundle)
+        for pp in self.node_postprocessors:
+            nodes = pp.postprocess_nodes(nodes, query_bundle=bundle)
+        return list(nodes)
+
+    async def aretrieve_nodes(self, question: str) -> list[NodeWithScore]:
+        """Retrieve and post-process nodes for ``question`` (async)."""
+        bundle = self._bundle(question)
+        nodes = await self.retriever.aretrieve(bundle)
+        for pp in self.node_postprocessors:
+            nodes = await pp.apostprocess_nodes(nodes, query_bundle=bundle)
+        return list(nodes)
+
+    def prefetch(self, question: str) -> list[NodeWithScore]:
+        """Retrieve now (streaming needs the source nodes before the first token).
+
+        A retrieval failure is kept and re-raised inside the flow, which handles it as usual.
+        """
+        try:
+            self._prefetched = self.retrieve_nodes(question)
+        except Exception as exc:
+            self._prefetch_error = exc
+            return []
+        return self._prefetched
+
+    async def aprefetch(self, question: str) -> list[NodeWithScore]:
+        """Async :meth:`prefetch`."""
+        try:
+            self._prefetched = await self.aretrieve_nodes(question)
+        except Exception as exc:
+            self._prefetch_error = exc
+            return []
+        return self._prefetched
+
+    def _take_prefetched(self) -> list[NodeWithScore] | None:
+        if self._prefetch_error is not None:
+            error, self._prefetch_error = self._prefetch_error, None
+            raise error
+        nodes, self._prefetched = self._prefetched, None
+        return nodes
+
+    def _passages(self, nodes: list[NodeWithScore]) -> list[Passage]:
+        self.nodes = nodes
+        return [node_to_passage(n, self.metadata_mode) for n in nodes]
+
+    def retrieve(self, step: Retrieve) -> Sequence[Passage]:
+        """Top-k passages for the question."""
+        nodes = self._take_prefetched()
+        if nodes is None:
+            nodes = self.retrieve_nodes(step.question)
+        return self._passages(nodes)
+
+    async def aretrieve(self, step: Retrieve) -> Sequence[Passage]:
+        """Async :meth:`retrieve`."""
+        nodes = self._take_prefetched()
+        if nodes is None:
+            nodes = await self.aretrieve_nodes(step.question)
+        return self._passages(nodes)
+
+    # -- long context ------------------------------------------------------------------------
+    @staticmethod
+    def _retrieved_nodes(step: LoadLongContext) -> list[NodeWithScore]:
+        return [p.source for p in step.passages if isinstance(p.source, NodeWithScore)]
+
+    def load_long_context(self, step: LoadLongContext) -> Sequence[ContextDocument | str] | None:
+        """The long context for the question."""
+        if self.long_context is None:
+            return None
+        return self.long_context.load(step.question, self._retrieved_nodes(step))
+
+    async def aload_long_context(
+        self, step: LoadLongContext
+    ) -> Sequence[ContextDocument | str] | None:
+        """Async :meth:`load_long_context`."""
+        if self.long_context is None:
+            return None
+        return await self.long_context.aload(step.question, self._retrieved_nodes(step))
+
+    # -- model calls -------------------------------------------------------------------------
+    def _messages(self, llm: LLM, prompt: str) -> list[ChatMessage]:
+        messages = [ChatMessage(role=MessageRole.USER, content=prompt)]
+        extend = getattr(llm, "_extend_messages", None)  # adds the LLM's system_prompt, if any
+        return list(extend(messages)) if callable(extend) else messages
+
+    def _start(self, step: Generate, streaming: bool) -> LLM:
+        llm = self.llms[step.stage]
+        dispatcher.event(
+            SelfRouteStepStartEvent(
+                stage=step.stage.value,
+                question=step.question,
+                model=configured_model_name(llm),
+                streaming=streaming,
+            )
+        )
+        return llm
+
+    def _end(self, step: Generate, gen: Generation) -> Generation:
+        dispatcher.event(
+            SelfRouteStepEndEvent(
+                stage=step.stage.value,
+                model=gen.model,
+                text=gen.text,
+                usage=gen.usage.to_dict() if gen.usage is not None else None,
+            )
+        )
+        return gen
+
+    def _generation(self, llm: LLM, response: Any, text: str | None) -> Generation:
+        return Generation(
+            text=text or "",
+            usage=usage_from_response(response),
+            model=model_from_response(response) or configured_model_name(llm),
+        )
+
+    def _call(self, step: Generate) -> Generation:
+        llm = self._start(step, streaming=False)
+        if _is_chat_model(llm):
+            chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
+            gen = self._generation(llm, chat, chat.message.content)
+        else:
+            completion = llm.complete(step.prompt, **self.llm_kwargs)
+            gen = self._generation(llm, completion, completion.text)
+        return self._end(step, gen)
+
+    async def _acall(self, step: Generate) -> Generation:
+        llm = self._start(step, streaming=False)
+        if _is_chat_model(llm):
+            chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
+            gen = self._generation(llm, chat, chat.message.content)
+        else:
+            completion = await llm.acomplete(step.prompt, **self.llm_kwargs)
+            gen = self._generation(llm, completion, completion.text)
+        return self._end(step, gen)
+
+    @dispatcher.span
+    def rag_generate(self, step: Generate) -> Generation:
+        """The RAG-step model call (its own instrumentation span)."""
+        return self._call(step)
+
+    @dispatcher.span
+    def long_context_generate(self, step: Generate) -> Generation:
+        """The long-context model call (its own instrumentation span)."""
+        return self._call(step)
+
+    @dispatcher.span
+    async def arag_generate(self, step: Generate) -> Generation:
+        """Async RAG-step model call (its own instrumentation span)."""
+        return await self._acall(step)
+
+    @dispatcher.span
+    async def along_context_generate(self, step: Generate) -> Generation:
+        """Async long-context model call (its own instrumentation span)."""
+        return await self._acall(step)
+
+    def generate(self, step: Generate) -> Generation:
+        """Run the stage's LLM on the prompt."""
+        if step.stage is Stage.RAG:
+            return self.rag_generate(step)
+        return self.long_context_generate(step)
+
+    async def agenerate(self, step: Generate) -> Generation:
+        """Async :meth:`generate`."""
+        if step.stage is Stage.RAG:
+            return await self.arag_generate(step)
+        return await self.along_context_generate(step)
+
+    def _stream_end(self, step: Generate, llm: LLM, acc: StreamUsage, parts: list[str]) -> Any:
+        model = acc.model or configured_model_name(llm)
+        self._end(step, Generation(text="".join(parts), usage=acc.usage(), model=model))
+        return GenerationChunk(text="", usage=acc.usage(), model=model)
+
+    def stream(self, step: Generate) -> Iterator[GenerationChunk]:
+        """Run the stage's LLM on the prompt, streaming text deltas; usage comes last."""
+        llm = self._start(step, streaming=True)
+        acc, parts = StreamUsage(), []
+        if _is_chat_model(llm):
+            responses: Iterator[Any] = llm.stream_chat(
+                self._messages(llm, step.prompt), **self.llm_kwargs
+            )
+        else:
+            responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
+        for response in responses:
+            acc.add(response)
+            delta = response.delta or ""
+            if delta:
+                parts.append(delta)
+                yield GenerationChunk(text=delta)
+        yield self._stream_end(step, llm, acc, parts)
+
+    async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
+        """Async :meth:`stream`."""
+        llm = self._start(step, streaming=True)
+        acc, parts = StreamUsage(), []
+        if _is_chat_model(llm):
+            responses: AsyncIterator[Any] = await llm.astream_chat(
+                self._messages(llm, step.prompt), **self.llm_kwargs
+            )
+        else:
+            responses = await llm.astream_complete(step.prompt, **self.llm_kwargs)
+        async for response in responses:
+            acc.add(response)
+            delta = response.delta or ""
+            if delta:
+                parts.append(delta)
+                yield GenerationChunk(text=delta)
+        yield self._stream_end(step, llm, acc, parts)

@@ -1,0 +1,156 @@
+"""Masking of API keys and bearer tokens in text that selfroute records or raises.
+
+Provider errors sometimes echo the request's credentials (a proxy that returns the headers, an
+"invalid API key sk-..." message). selfroute never puts such text into a result, a step record or
+one of its own exception messages without passing it through :func:`redact` first.
+
+What is masked:
+
+* OpenAI-style keys: ``sk-...``, ``sk-proj-...``, ``sk-svcacct-...`` (and ``sk-ant-...``).
+* Google API keys: ``AIza...``, and ``?key=...`` in URLs.
+* Bearer tokens: ``Authorization: Bearer <token>``, ``bearer <token>``.
+* ``api_key=...`` / ``"api-key": "..."`` / ``x-goog-api-key: ...`` style assignments.
+* The *current* values of the environment variables in :data:`SECRET_ENV_VARS` (read at call
+  time, so a key set after import is still masked), and any value given to
+  :func:`register_secret`.
+
+Logs written by other libraries (the provider SDK, httpx) are outside selfroute's control; attach
+:class:`RedactingFilter` to your log handlers to mask them too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable
+
+__all__ = [
+    "REDACTED",
+    "SECRET_ENV_VARS",
+    "RedactingFilter",
+    "redact",
+    "redact_exception",
+    "register_secret",
+]
+
+#: What a secret is replaced with.
+REDACTED = "[REDACTED]"
+
+#: Environment variables whose current values are always masked.
+SECRET_ENV_VARS: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "COHERE_API_KEY",
+    "MISTRAL_API_KEY",
+    "LANGSMITH_API_KEY",
+    "LANGCHAIN_API_KEY",
+)
+
+#: Values shorter than this are not treated as secrets (masking "x" everywhere helps nobody).
+_MIN_SECRET_LEN = 8
+
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Bearer tokens first, so "Bearer sk-..." keeps the scheme word.
+    (re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"), r"\1" + REDACTED),
+    # key = value assignments (headers, query strings, JSON, kwargs reprs).
+    (
+        re.compile(
+            r"(?i)((?:x-goog-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)(?![\"'\s]|\[REDACTED\])"
+            r"[^\s\"'&,;)}\]]{8,}"
+        ),
+        r"\1" + REDACTED,
+    ),
+    # Keys in query strings (the Gemini REST API takes ``?key=...``).
+    (
+        re.compile(r"([?&](?:key|api_key|access_token)=)(?!\[REDACTED\])[^\s&#\"']{8,}"),
+        r"\1" + REDACTED,
+    ),
+    # OpenAI / Anthropic style secret keys.
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    # Google API keys.
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
+)
+
+_registry_lock = threading.Lock()
+_registered: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Mask ``value`` from now on wherever selfroute redacts (for keys not held in env vars).
+
+    Args:
+        value: The secret. Values shorter than 8 characters are ignored.
+    """
+    if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN:
+        with _registry_lock:
+            _registered.add(value)
+
+
+def _literal_secrets(extra: Iterable[str]) -> list[str]:
+    values = {os.environ.get(name, "") for name in SECRET_ENV_VARS}
+    with _registry_lock:
+        values.update(_registered)
+    values.update(extra)
+    # Longest first, so a key that contains another is masked whole.
+    return sorted((v for v in values if v and len(v) >= _MIN_SECRET_LEN), key=len, reverse=True)
+
+
+def redact(text: str, *, secrets: Iterable[str] = ()) -> str:
+    """Return ``text`` with API keys, bearer tokens and known secret values replaced.
+
+    Args:
+        text: Any text (an error message, a log line). Non-strings are converted with ``str``.
+        secrets: Extra literal values to mask for this call.
+
+    Returns:
+        The text with every secret replaced by ``[REDACTED]``.
+
+    Example:
+        >>> redact("401: invalid key sk-proj-abcdefghijklmnopqrstuv")
+        '401: invalid key [REDACTED]'
+    """
+    out = text if isinstance(text, str) else str(text)
+    for value in _literal_secrets(secrets):
+        out = out.replace(value, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        out = pattern.sub(replacement, out)
+    return out
+
+
+def redact_exception(exc: BaseException) -> str:
+    """``repr(exc)`` with secrets masked (what selfroute records for a failed step)."""
+    try:
+        text = repr(exc)
+    except Exception:  # a broken __repr__ must not hide the failure
+        text = f"{type(exc).__name__}(<unprintable>)"
+    return redact(text)
+
+
+class RedactingFilter(logging.Filter):
+    """A :class:`logging.Filter` that masks secrets in log records (message and traceback).
+
+    Attach it to handlers (``handler.addFilter(RedactingFilter())``) to mask keys that provider
+    SDKs or your own code might log. It formats the message (``msg % args``) and the exception
+    text once, redacts both, and never drops a record.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact ``record`` in place; always keep it."""
+        try:
+            message = record.getMessage()
+        except Exception:  # malformed args: leave the record for logging to report
+            return True
+        record.msg = redact(message)
+        record.args = ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
+        return True

@@ -1,0 +1,201 @@
+"""The ``selfroute`` command: index a folder of documents, ask questions, see what Self-Route saved.
+
+::
+
+    selfroute index docs/                 # .txt .md .html .pdf -> ./.selfroute (embedded Chroma)
+    selfroute ask "What is the passkey?"  # answer, route, tokens per step, always-LC, ratio
+    selfroute chat                        # the same, interactively
+    selfroute stats                       # what the store holds
+    selfroute eval ...                    # LC vs RAG vs Self-Route on a labelled set
+
+Settings come from flags, then ``SELFROUTE_*`` environment variables, then ``selfroute.toml``
+(see ``docs/cli.md``). Frameworks are imported only by the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
+
+__all__ = ["build_parser", "main"]
+
+_EPILOG = (
+    "Settings: flag > SELFROUTE_* environment variable > selfroute.toml (in the working folder or "
+    "--config FILE). Keys: OPENAI_API_KEY, GOOGLE_API_KEY, or --base-url for a local "
+    "OpenAI-compatible server."
+)
+
+
+def _common() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--config",
+        metavar="FILE",
+        default=os.environ.get("SELFROUTE_CONFIG") or None,
+        help="settings file (default: ./selfroute.toml if present; env SELFROUTE_CONFIG)",
+    )
+    parent.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
+    return parent
+
+
+def _run(name: str) -> Any:
+    def handler(args: argparse.Namespace) -> int:
+        from selfroute.cli import _commands
+
+        return int(getattr(_commands, f"run_{name}")(args))
+
+    return handler
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``selfroute`` command."""
+    from selfroute import __version__
+    from selfroute.cli._config import add_settings
+
+    parser = argparse.ArgumentParser(
+        prog="selfroute",
+        description="Self-Route (Li et al., EMNLP 2024): answer from retrieved chunks, fall back "
+        "to the whole document only when the model declines -- and see the tokens it saved.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"selfroute {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common()
+
+    index = sub.add_parser(
+        "index",
+        parents=[common],
+        help="index .txt/.md/.html/.pdf files into the store (idempotent, crash-safe)",
+        description="Read, chunk (300 words), embed and store files and folders; re-running "
+        "adds nothing, a changed file replaces its old chunks, --prune removes deleted files.",
+        epilog=_EPILOG,
+    )
+    index.add_argument("paths", nargs="+", metavar="PATH", help="files and folders to index")
+    index.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove documents under PATH whose files are gone or no longer readable",
+    )
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(index, "index")
+    index.set_defaults(func=_run("index"))
+
+    ask = sub.add_parser(
+        "ask",
+        parents=[common],
+        help="answer a question with Self-Route over the store (or one --doc file)",
+        description="Retrieve the top-k chunks and ask the model to answer from them or write "
+        "'unanswerable'; only then answer again from the whole document(s). Prints the answer, "
+        "the route and why, tokens per step, the always-long-context counterfactual, the ratio "
+        "and the latency.",
+        epilog=_EPILOG,
+    )
+    ask.add_argument("question", nargs="*", metavar="QUESTION", help="the question ('-': stdin)")
+    _query_flags(ask)
+    add_settings(ask, "ask")
+    ask.set_defaults(func=_run("ask"))
+
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="ask questions interactively over the store (EOF or 'exit' ends)",
+        description="An interactive loop over the same store; each answer is reported like "
+        "`selfroute ask`. Questions are read from stdin when it is not a terminal.",
+        epilog=_EPILOG,
+    )
+    _query_flags(chat)
+    add_settings(chat, "chat")
+    chat.set_defaults(func=_run("chat"))
+
+    stats = sub.add_parser(
+        "stats",
+        parents=[common],
+        help="what the store holds: documents, chunks, words, embedding, BM25 index",
+        epilog=_EPILOG,
+    )
+    stats.add_argument("--documents", action="store_true", help="list every document")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    add_settings(stats, "stats")
+    stats.set_defaults(func=_run("stats"))
+
+    _register_eval(sub)
+    return parser
+
+
+def _query_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--doc",
+        metavar="FILE",
+        help="Self-Route over this one file instead of the store (BM25 over its chunks)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="stream the answer as it is written (with --json: one JSON event per line)",
+    )
+    parser.add_argument(
+        "--show-sources", action="store_true", help="list the retrieved chunks after the answer"
+    )
+
+
+def _register_eval(sub: Any) -> None:
+    try:
+        from selfroute.eval.cli import add_parser
+    except ImportError:  # the eval extra or module is not there: no `eval` command
+        return
+    add_parser(sub)
+
+
+def _error(message: str) -> None:
+    print(f"selfroute: error: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Exit status: 0 success; 1 the command failed (nothing indexed, store or model error); 2 bad
+    usage or configuration (including a missing API key); 130 interrupted.
+    """
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    debug = bool(getattr(args, "debug", False)) or os.environ.get("SELFROUTE_DEBUG") == "1"
+    with warnings.catch_warnings():
+        if not debug:
+            warnings.simplefilter("ignore")
+        try:
+            return int(args.func(args) or 0)
+        except KeyboardInterrupt:
+            print(
+                "\nselfroute: interrupted (the store stays consistent; run the same command "
+                "again to finish)",
+                file=sys.stderr,
+            )
+            return 130
+        except BrokenPipeError:  # `selfroute ask ... | head`
+            return 0
+        except (ConfigurationError, InvalidInputError) as exc:
+            if debug:
+                raise
+            _error(str(exc))
+            return 2
+        except SelfRouteError as exc:
+            if debug:
+                raise
+            _error(str(exc))
+            return 1
+        except Exception as exc:
+            if debug:
+                raise
+            _error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+            return 1

@@ -1,0 +1,314 @@
+"""The ``index``, ``ask``, ``chat`` and ``stats`` commands.
+
+``ask`` and ``chat`` route with the LangChain adapter (:class:`langchain_selfroute.SelfRoute`): the
+store's hybrid retriever wrapped as a LangChain retriever, and the store's full documents as the
+long context through the adapter's ``parent_loader`` hook. No routing logic lives here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
+from selfroute._flow import validate_question
+from selfroute._result import RouteResult, RouteStats
+from selfroute.cli._config import Settings, load_toml, resolve
+from selfroute.cli._models import ModelSpec, build_chat_model, parse_model_spec
+from selfroute.cli._output import (
+    Progress,
+    format_index_report,
+    format_result,
+    format_session,
+    format_sources,
+    format_stats,
+)
+from selfroute.stores._embedding import EmbeddingChoice
+from selfroute.stores._store import DocumentStore
+
+__all__ = ["run_ask", "run_chat", "run_index", "run_stats", "settings_for"]
+
+_EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
+
+
+def settings_for(args: argparse.Namespace, command: str) -> Settings:
+    """Resolve ``command``'s settings from flags, environment and ``selfroute.toml``."""
+    config_path = getattr(args, "config", None)
+    config = load_toml(config_path, explicit=config_path is not None)
+    return resolve(args, command, config=config)
+
+
+def _embedding(settings: Settings) -> EmbeddingChoice | None:
+    kind = getattr(settings, "embedding", None)
+    if kind is None:
+        return None
+    return EmbeddingChoice.parse(kind, base_url=getattr(settings, "embedding_base_url", None))
+
+
+def _store(settings: Settings, *, chunk_words: int | None = None) -> DocumentStore:
+    return DocumentStore(
+        settings.store,
+        settings.collection,
+        chroma_url=settings.chroma_url,
+        embedding=_embedding(settings),
+        chunk_words=chunk_words,
+        embedding_base_url=getattr(settings, "embedding_base_url", None),
+    )
+
+
+def _print_json(data: Any, out: TextIO) -> None:
+    out.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# index / stats
+# --------------------------------------------------------------------------------------------
+def run_index(args: argparse.Namespace) -> int:
+    """``selfroute index PATH...``."""
+    settings = settings_for(args, "index")
+    store = _store(settings, chunk_words=settings.chunk_words)
+    progress = Progress(settings.progress)
+    try:
+        report = store.index(
+            args.paths,
+            prune=args.prune,
+            follow_symlinks=settings.follow_symlinks,
+            max_file_bytes=int(settings.max_file_mb * 1024 * 1024),
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    stats = store.stats() if store.exists() else None
+    if args.json:
+        _print_json(
+            {"report": report.to_dict(), "store": stats.to_dict() if stats else None}, sys.stdout
+        )
+    else:
+        print(format_index_report(report, stats))
+    if report.indexed == 0:
+        if not args.json:
+            print(
+                "selfroute: nothing could be indexed (supported: .txt, .md, .html, .pdf)",
+                file=sys.stderr,
+            )
+        return 1
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """``selfroute stats``."""
+    settings = settings_for(args, "stats")
+    stats = _store(settings).stats(documents=args.documents)
+    if args.json:
+        _print_json(stats.to_dict(), sys.stdout)
+    else:
+        print(format_stats(stats))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# ask / chat
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _Session:
+    """A ready Self-Route runnable and what the report needs to know about it."""
+
+    route: Any
+    rag: ModelSpec
+    long_context: ModelSpec
+    currency: str
+    retrieval: str
+
+
+def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
+    kwargs: dict[str, Any] = {
+        "k": settings.k,
+        "strict": settings.strict,
+        "overflow": settings.overflow,
+        "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+    }
+    currency = "USD"
+    if settings.prices:
+        from selfroute.eval._prices import parse_prices
+
+        table = parse_prices(settings.prices)
+        kwargs["prices"] = table
+        currency = table.currency
+    return kwargs, currency
+
+
+def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
+    """The long-context model: ``--lc-model`` at ``--lc-base-url``; a bare ``--lc-model`` name (or
+    none) shares ``--base-url``, while ``openai:``/``google:`` means that provider's own API."""
+    if not settings.lc_model:
+        return ModelSpec(rag.provider, rag.name, settings.lc_base_url or rag.base_url)
+    explicit = parse_model_spec(settings.lc_model)
+    bare = explicit.name == settings.lc_model.strip()
+    base_url = settings.lc_base_url or (settings.base_url if bare else None)
+    return ModelSpec(explicit.provider, explicit.name, base_url)
+
+
+def _session(settings: Settings, doc: str | None) -> _Session:
+    rag_spec = parse_model_spec(settings.model, settings.base_url)
+    lc_spec = _lc_spec(settings, rag_spec)
+    common = {
+        "temperature": settings.temperature,
+        "timeout": settings.timeout,
+        "max_retries": settings.max_retries,
+    }
+    llm = build_chat_model(rag_spec, flag="--model", **common)
+    lc_llm = None if lc_spec == rag_spec else build_chat_model(lc_spec, flag="--lc-model", **common)
+    kwargs, currency = _route_kwargs(settings)
+    if lc_llm is not None:
+        kwargs["long_context_llm"] = lc_llm
+    if doc is not None:
+        from langchain_core.documents import Document
+
+        from langchain_selfroute import SelfRoute
+        from selfroute.stores._readers import read_document
+
+        loaded = read_document(doc)
+        document = Document(
+            page_content=loaded.text,
+            metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
+        )
+        route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
+        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc")
+    from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
+    from selfroute.stores._retriever import HybridRetriever
+
+    store = _store(settings)
+    store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
+    core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
+    retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
+    route = retriever.as_self_route(llm, **kwargs)
+    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval)
+
+
+def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
+    data = result.to_dict()
+    data["models"] = {"rag": str(session.rag), "long_context": str(session.long_context)}
+    data["retrieval"] = session.retrieval
+    return data
+
+
+def _stream_events(session: _Session, question: str) -> Iterator[tuple[str, Any]]:
+    """``(kind, value)``: ``route``, ``text``, ``retract`` and finally ``result``."""
+    for chunk in session.route.stream(question):
+        if chunk.retracted:
+            yield "retract", chunk
+        if chunk.text:
+            yield "text", chunk
+        elif chunk.output is not None:
+            yield "result", chunk.output.result
+        elif chunk.route is not None and not chunk.retracted:
+            yield "route", chunk
+
+
+def _answer(session: _Session, question: str, args: argparse.Namespace, out: TextIO) -> RouteResult:
+    """Answer one question and print it; returns the result."""
+    if not args.stream:
+        result: RouteResult = session.route.invoke(question).result
+        if args.json:
+            _print_json(_payload(result, session), out)
+        else:
+            out.write(f"{result.answer}\n\n{format_result(result, currency=session.currency)}\n")
+            if args.show_sources:
+                out.write(format_sources(result.sources) + "\n")
+        return result
+    final: RouteResult | None = None
+    for kind, value in _stream_events(session, question):
+        if kind == "result":
+            final = value
+            if args.json:
+                out.write(
+                    json.dumps({"event": "result", "result": _payload(value, session)}) + "\n"
+                )
+        elif args.json:
+            event: dict[str, Any] = {"event": kind}
+            if kind == "text":
+                event.update(text=value.text, stage=value.stage.value if value.stage else None)
+            elif kind == "route":
+                event.update(
+                    route=value.route.value, reason=value.reason.value if value.reason else None
+                )
+            out.write(json.dumps(event) + "\n")
+        elif kind == "text":
+            out.write(value.text)
+        elif kind == "retract":
+            out.write("\n[the model declined after all; answering from the whole document]\n")
+        out.flush()
+    if final is None:  # pragma: no cover - the stream always ends with the result
+        raise SelfRouteError("the stream ended without a result")
+    if not args.json:
+        out.write(f"\n\n{format_result(final, currency=session.currency)}\n")
+        if args.show_sources:
+            out.write(format_sources(final.sources) + "\n")
+    return final
+
+
+def _question(words: list[str]) -> str:
+    text = " ".join(words).strip()
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        return validate_question(text)
+    except InvalidInputError:
+        raise InvalidInputError(
+            "the question is empty: write it after the command, e.g. "
+            "selfroute ask 'What does the report conclude?' (or '-' to read it from stdin)"
+        ) from None
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    """``selfroute ask QUESTION``."""
+    question = _question(args.question)
+    settings = settings_for(args, "ask")
+    if args.doc is not None and not Path(args.doc).is_file():
+        raise ConfigurationError(f"--doc {args.doc}: no such file")
+    session = _session(settings, args.doc)
+    _answer(session, question, args, sys.stdout)
+    return 0
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """``selfroute chat``: questions from the terminal (or stdin) until EOF or ``exit``."""
+    settings = settings_for(args, "chat")
+    session = _session(settings, args.doc)
+    interactive = sys.stdin.isatty()
+    stats = RouteStats()
+    if interactive:
+        print("Ask a question (empty line skips; 'exit' or Ctrl-D ends).", file=sys.stderr)
+    while True:
+        try:
+            line = input("question> ") if interactive else sys.stdin.readline()
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            break
+        if not interactive and line == "":
+            break
+        question = line.strip()
+        if not question:
+            continue
+        if question.lower() in _EXIT_WORDS:
+            break
+        try:
+            result = _answer(session, question, args, sys.stdout)
+            stats.add(result)
+        except KeyboardInterrupt:
+            print("\n[cancelled]", file=sys.stderr)
+        except SelfRouteError as exc:
+            print(f"selfroute: error: {exc}", file=sys.stderr)
+        if not args.json:
+            print()
+        sys.stdout.flush()
+    if not args.json:
+        print(format_session(stats), file=sys.stderr)
+    return 0

@@ -1,0 +1,312 @@
+"""Settings of the command line: flags > ``SELFROUTE_*`` environment variables > ``selfroute.toml``.
+
+Every setting is declared once in :data:`SETTINGS` (name, flag, type, default, help); the parser,
+the environment lookup, the TOML lookup and the table in ``docs/cli.md`` all come from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfroute._errors import ConfigurationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "CONFIG_FILE",
+    "ENV_PREFIX",
+    "SETTINGS",
+    "Setting",
+    "Settings",
+    "add_settings",
+    "load_toml",
+    "resolve",
+    "settings_table",
+]
+
+#: Name of the optional configuration file looked up in the working directory.
+CONFIG_FILE = "selfroute.toml"
+#: Prefix of the environment variables.
+ENV_PREFIX = "SELFROUTE_"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(text: Any) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def _positive_int(text: Any) -> int:
+    if isinstance(text, bool):
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: Any) -> float:
+    if isinstance(text, bool):
+        raise ValueError(f"expected a positive number, got {text!r}")
+    value = float(text)
+    if value <= 0:
+        raise ValueError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: Any) -> float:
+    if isinstance(text, bool):
+        raise ValueError(f"expected a number >= 0, got {text!r}")
+    value = float(text)
+    if value < 0:
+        raise ValueError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: Any) -> int:
+    if isinstance(text, bool):
+        raise ValueError(f"expected an integer >= 0, got {text!r}")
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _text(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected a non-empty string, got {text!r}")
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configurable setting.
+
+    Attributes:
+        name: Key in ``selfroute.toml`` and attribute name.
+        flag: Command-line flag.
+        parse: Converts a flag, environment or TOML value.
+        default: Value when nothing sets it.
+        help: One-line description (also the docs table).
+        commands: The subcommands that take it.
+        choices: Allowed values, if a closed set.
+        metavar: Placeholder in ``--help``.
+        default_doc: How the default reads in the docs (when not ``default`` itself).
+    """
+
+    name: str
+    flag: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    commands: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    default_doc: str | None = None
+
+    @property
+    def env(self) -> str:
+        """The environment variable (``SELFROUTE_<NAME>``)."""
+        return ENV_PREFIX + self.name.upper()
+
+
+_STORE = ("index", "ask", "chat", "stats")
+_QUERY = ("ask", "chat")
+
+#: Every setting of the command line.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("store", "--store", _text, ".selfroute", "folder of the embedded store and the BM25 index", _STORE, metavar="DIR"),
+    Setting("collection", "--collection", _text, "selfroute", "collection name (documents go to NAME__documents)", _STORE, metavar="NAME"),
+    Setting("chroma_url", "--chroma-url", _text, None, "use a Chroma server (chromadb.HttpClient) instead of the embedded store", _STORE, metavar="URL", default_doc="embedded store"),
+    Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat"), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
+    Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat"), metavar="URL", default_doc="OpenAI"),
+    Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="300"),
+    Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",)),
+    Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
+    Setting("progress", "--progress", _text, "auto", "progress bar on stderr: auto (only on a terminal), always, never", ("index",), choices=("auto", "always", "never")),
+    Setting("retrieval", "--retrieval", _text, "hybrid", "hybrid (dense + BM25 fused by RRF), dense or bm25", _QUERY, choices=("hybrid", "dense", "bm25")),
+    Setting("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N"),
+    Setting("model", "--model", _text, "openai:gpt-4o-mini", "RAG-step model: openai:NAME, google:NAME, or NAME with --base-url", _QUERY, metavar="SPEC"),
+    Setting("lc_model", "--lc-model", _text, None, "long-context model (same forms as --model)", _QUERY, metavar="SPEC", default_doc="--model"),
+    Setting("base_url", "--base-url", _text, None, "OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp server); no key needed", _QUERY, metavar="URL", default_doc="the provider's API"),
+    Setting("lc_base_url", "--lc-base-url", _text, None, "server for --lc-model", _QUERY, metavar="URL", default_doc="--base-url for a bare --lc-model NAME"),
+    Setting("temperature", "--temperature", _non_negative_float, 0.0, "sampling temperature of both models", _QUERY, metavar="T"),
+    Setting("timeout", "--timeout", _positive_float, 120.0, "seconds per model call", _QUERY, metavar="S"),
+    Setting("max_retries", "--max-retries", _non_negative_int, 2, "retries of a failed model call", _QUERY, metavar="N"),
+    Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
+    Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
+    Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _QUERY),
+    Setting("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
+)  # fmt: skip
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+_BOOL_FLAGS = {"follow_symlinks", "strict"}
+
+
+def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add the flags of ``command``'s settings to ``parser`` (defaults unset, resolved later)."""
+    group = parser.add_argument_group("settings (flag > SELFROUTE_* env > selfroute.toml)")
+    for s in SETTINGS:
+        if command not in s.commands:
+            continue
+        text = f"{s.help} (env {s.env}; default: {s.default_doc or s.default})"
+        if s.name in _BOOL_FLAGS:
+            group.add_argument(
+                s.flag,
+                dest=s.name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=text,
+            )
+            continue
+        kwargs: dict[str, Any] = {"dest": s.name, "default": None, "help": text}
+        if s.choices:
+            kwargs["choices"] = s.choices
+        if s.metavar:
+            kwargs["metavar"] = s.metavar
+        names = [s.flag, "-k"] if s.name == "k" else [s.flag]
+        group.add_argument(*names, **kwargs)
+
+
+def load_toml(path: str | os.PathLike[str] | None, *, explicit: bool) -> dict[str, Any]:
+    """Read ``selfroute.toml``.
+
+    Args:
+        path: The file (``None``: ``./selfroute.toml`` if it exists).
+        explicit: The user named the file: a missing file is an error.
+
+    Raises:
+        ConfigurationError: Missing (when explicit), unreadable, invalid TOML, or unknown keys.
+    """
+    file = Path(path) if path is not None else Path(CONFIG_FILE)
+    if not file.is_file():
+        if explicit:
+            raise ConfigurationError(f"config file {file} does not exist")
+        return {}
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read config file {file}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"config file {file} is not valid TOML: {exc}") from exc
+    section = data.pop("selfroute", None)
+    if isinstance(section, dict):  # allow a [selfroute] table too
+        data = {**data, **section}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name not in _BY_NAME:
+            known = ", ".join(sorted(_BY_NAME))
+            raise ConfigurationError(f"{file}: unknown setting {key!r}; known settings: {known}")
+        out[name] = value
+    out["__file__"] = str(file)
+    return out
+
+
+class Settings:
+    """Resolved settings; attribute access by name, :meth:`source` says where each came from."""
+
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+        self._values = dict(values)
+        self._sources = dict(sources)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def source(self, name: str) -> str:
+        """``flag``, ``env``, ``file`` or ``default``."""
+        return self._sources.get(name, "default")
+
+    def is_set(self, name: str) -> bool:
+        """Whether anything other than the default set ``name``."""
+        return self.source(name) != "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Values by name."""
+        return dict(self._values)
+
+
+def _convert(setting: Setting, value: Any, where: str) -> Any:
+    try:
+        parsed = setting.parse(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{where}: invalid {setting.name}: {exc}") from None
+    if setting.choices and parsed not in setting.choices:
+        raise ConfigurationError(
+            f"{where}: {setting.name} must be one of {', '.join(setting.choices)}, got {parsed!r}"
+        )
+    return parsed
+
+
+def resolve(
+    args: argparse.Namespace,
+    command: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Resolve ``command``'s settings: flag, else ``SELFROUTE_*``, else ``selfroute.toml``, else
+    the default.
+
+    Raises:
+        ConfigurationError: A value that does not parse, naming where it came from.
+    """
+    env = os.environ if environ is None else environ
+    file_values = dict(config or {})
+    file_name = str(file_values.pop("__file__", CONFIG_FILE))
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for s in SETTINGS:
+        if command not in s.commands:
+            continue
+        flag_value = getattr(args, s.name, None)
+        if flag_value is not None:
+            values[s.name] = _convert(s, flag_value, s.flag)
+            sources[s.name] = "flag"
+        elif env.get(s.env, "").strip():
+            values[s.name] = _convert(s, env[s.env], s.env)
+            sources[s.name] = "env"
+        elif s.name in file_values:
+            values[s.name] = _convert(s, file_values[s.name], file_name)
+            sources[s.name] = "file"
+        else:
+            values[s.name] = s.default
+    return Settings(values, sources)
+
+
+def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:
+    """The Markdown table of every setting (as in ``docs/cli.md``)."""
+    lines = [
+        "| `selfroute.toml` key | flag | environment variable | default | commands | meaning |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in settings:
+        default = s.default_doc or ("none" if s.default is None else str(s.default).lower())
+        meaning = s.help.replace("|", "\\|")
+        if s.choices:
+            meaning += f" (`{'`, `'.join(s.choices)}`)"
+        lines.append(
+            f"| `{s.name}` | `{s.flag}` | `{s.env}` | {default} | {', '.join(s.commands)} | "
+            f"{meaning} |"
+        )
+    return "\n".join(lines)

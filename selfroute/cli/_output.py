@@ -1,0 +1,269 @@
+"""What the command line prints: results, index summaries, store facts, progress bars."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from selfroute._result import Passage, Reason, RouteResult, RouteStats
+from selfroute.stores._store import IndexReport, StoreStats
+
+__all__ = [
+    "Progress",
+    "format_index_report",
+    "format_result",
+    "format_session",
+    "format_sources",
+    "format_stats",
+    "short_path",
+]
+
+_REASONS = {
+    Reason.ANSWERED: "answered from the retrieved chunks",
+    Reason.DECLINED: "the model wrote 'unanswerable' for the retrieved chunks",
+    Reason.REFUSED: "the model declined in its own words for the retrieved chunks",
+    Reason.EMPTY_OUTPUT: "the RAG step wrote nothing usable",
+    Reason.NO_CHUNKS: "retrieval found no chunks",
+    Reason.RAG_ERROR: "the RAG-step call failed",
+    Reason.RETRIEVAL_ERROR: "retrieval failed",
+    Reason.OVER_BUDGET: "declined, but the long-context budget is spent; no LC call made",
+}
+
+
+def short_path(path: str | os.PathLike[str] | None) -> str:
+    """``path`` relative to the working directory when it is inside it."""
+    if path is None:
+        return "?"
+    p = Path(path)
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)
+
+
+def _n(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _money(value: float, currency: str) -> str:
+    symbol = "$" if currency == "USD" else f"{currency} "
+    return f"{symbol}{value:.6f}".rstrip("0").rstrip(".") if value else f"{symbol}0"
+
+
+def format_result(result: RouteResult, *, currency: str = "USD") -> str:
+    """The report under an answer: route, reason, tokens per step, always-LC, ratio, latency."""
+    why = _REASONS.get(result.reason, "")
+    lines = [f"route       {result.route.value}  [{result.reason.value}] {why}".rstrip()]
+    width = max([len(s.stage.value) for s in result.steps] + [5])
+    first = True
+    for step in result.steps:
+        u = step.usage
+        note = "" if not u.is_estimate else f"  [{u.source} estimate]"
+        model = f"  {step.model}" if step.model else ""
+        failed = f"  FAILED: {step.error}" if step.error else ""
+        label = "tokens" if first else ""
+        lines.append(
+            f"{label:<11} {step.stage.value:<{width}}  {_n(u.input_tokens):>9} in  "
+            f"{_n(u.output_tokens):>6} out{model}  {step.latency_s:.2f} s{note}{failed}"
+        )
+        first = False
+    if len(result.steps) > 1:
+        total = result.usage
+        lines.append(
+            f"{'':<11} {'total':<{width}}  {_n(total.input_tokens):>9} in  "
+            f"{_n(total.output_tokens):>6} out"
+        )
+    if not result.steps:
+        lines.append("tokens      no model call was made")
+    lc = result.long_context_tokens
+    if lc:
+        spent = result.usage.input_tokens
+        ratio = result.token_ratio or 0.0
+        source = result.long_context_tokens_source or "estimate"
+        label = "reported by the provider" if source == "provider" else f"{source} count"
+        lines.append(f"always-LC   {lc:,} input tokens to send the whole document ({label})")
+        if spent < lc:
+            lines.append(
+                f"ratio       {ratio:.1%} of always-LC input tokens; saved {lc - spent:,} "
+                f"({1 - ratio:.0%})"
+            )
+        else:
+            lines.append(
+                f"ratio       {ratio:.1%} of always-LC input tokens ({spent - lc:,} more: the RAG "
+                "attempt came first)"
+            )
+    else:
+        lines.append("always-LC   unknown (no long context to count)")
+    if result.cost is not None:
+        money = f"cost        {_money(result.cost, currency)}"
+        if result.long_context_cost is not None:
+            money += f"  (always-LC: {_money(result.long_context_cost, currency)})"
+        lines.append(money)
+    lines.append(f"latency     {result.latency_s:.2f} s")
+    if result.error:
+        lines.append(f"note        {result.error}")
+    return "\n".join(lines)
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _ranks(meta: Mapping[str, Any]) -> str:
+    parts = []
+    if meta.get("dense_rank") is not None:
+        parts.append(f"dense #{meta['dense_rank']}")
+    if meta.get("bm25_rank") is not None:
+        parts.append(f"bm25 #{meta['bm25_rank']}")
+    return ", ".join(parts)
+
+
+def format_sources(sources: tuple[Passage, ...] | list[Passage]) -> str:
+    """The retrieved chunks: where each came from, its score and ranks, and a snippet."""
+    if not sources:
+        return "sources     none retrieved"
+    lines = ["sources"]
+    for i, p in enumerate(sources, 1):
+        meta = p.metadata
+        where = short_path(meta.get("source") or meta.get("path"))
+        chunk = meta.get("chunk_index")
+        score = f"score {p.score:.4g}" if p.score is not None else ""
+        extra = ", ".join(x for x in (score, _ranks(meta)) if x)
+        lines.append(
+            f"  [{i}] {where}"
+            + (f"  chunk {chunk}" if chunk is not None else "")
+            + (f"  ({extra})" if extra else "")
+        )
+        lines.append(f"      {_snippet(p.text)}")
+    return "\n".join(lines)
+
+
+def format_index_report(report: IndexReport, stats: StoreStats | None) -> str:
+    """The summary ``selfroute index`` prints."""
+    lines = [
+        f"indexed {report.indexed:,} of {report.files:,} files in {report.seconds:.1f} s: "
+        f"{len(report.added):,} new, {len(report.replaced):,} changed, "
+        f"{report.unchanged:,} unchanged"
+        + (f", {len(report.removed):,} removed" if report.removed else "")
+    ]
+    if report.chunks:
+        rate = report.chunks / report.seconds if report.seconds > 0 else 0.0
+        lines.append(
+            f"wrote {report.chunks:,} chunks ({report.words:,} words, {rate:,.0f} chunks/s)"
+        )
+    if report.orphan_chunks_removed:
+        lines.append(
+            f"cleaned up {report.orphan_chunks_removed:,} chunks left by an interrupted run"
+        )
+    for path in report.removed:
+        lines.append(f"removed     {short_path(path)}")
+    if report.skipped:
+        lines.append(f"skipped {len(report.skipped):,}:")
+        for s in report.skipped:
+            lines.append(f"  {short_path(s.path)}: {s.reason}")
+    if stats is not None:
+        lines.append(
+            f"store {stats.location} [{stats.collection}]: {stats.documents:,} documents, "
+            f"{stats.chunks:,} chunks, {stats.words:,} words ({stats.embedding})"
+        )
+    return "\n".join(lines)
+
+
+def format_stats(stats: StoreStats) -> str:
+    """What ``selfroute stats`` prints."""
+    formats = ", ".join(f"{k} {v}" for k, v in sorted(stats.formats.items()))
+    bm25 = stats.bm25 + (
+        f" ({stats.bm25_chunks:,} chunks)" if stats.bm25_chunks is not None else ""
+    )
+    if stats.bm25 == "stale":
+        bm25 += "; rebuilt on the next query or index"
+    lines = [
+        f"store        {stats.location}",
+        f"collection   {stats.collection}",
+        f"documents    {stats.documents:,}" + (f"  ({formats})" if formats else ""),
+        f"chunks       {stats.chunks:,}",
+        f"words        {stats.words:,}",
+        f"embedding    {stats.embedding}",
+        f"chunk words  {stats.chunk_words}",
+        f"bm25 index   {bm25}",
+    ]
+    if stats.orphan_chunks:
+        lines.append(
+            f"incomplete   {stats.orphan_chunks:,} chunks of an interrupted index run (not "
+            "served; the next `selfroute index` removes them)"
+        )
+    for doc in stats.document_list:
+        others = len(doc["paths"]) - 1
+        more = f" (+{others} identical)" if others > 0 else ""
+        lines.append(
+            f"  {short_path(doc['path'])}{more}  {doc['format']}  {doc['words']:,} words  "
+            f"{doc['chunks']:,} chunks  [{doc['doc_id']}]"
+        )
+    return "\n".join(lines)
+
+
+def format_session(stats: RouteStats) -> str:
+    """The summary at the end of ``selfroute chat``."""
+    s = stats.summary()
+    if not s["calls"]:
+        return "no questions asked"
+    text = (
+        f"{s['calls']} question(s): {s['answered_from_chunks']} answered from chunks, "
+        f"{s['calls'] - s['answered_from_chunks']} needed the long context"
+    )
+    if s["token_ratio"] is not None:
+        text += f"; {s['token_ratio']:.1%} of always-LC input tokens"
+    return text
+
+
+class Progress:
+    """A tqdm progress bar of files (with chunks and rate) on stderr, or nothing.
+
+    Args:
+        mode: ``auto`` (only when stderr is a terminal), ``always`` or ``never``.
+        stream: Where to draw (default ``sys.stderr``).
+    """
+
+    def __init__(self, mode: str = "auto", stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        isatty = getattr(self.stream, "isatty", lambda: False)
+        self.enabled = mode == "always" or (mode == "auto" and bool(isatty()))
+        self._bar: Any = None
+        self._chunks = 0
+        self._started = time.perf_counter()
+
+    def __call__(self, event: str, info: Mapping[str, Any]) -> None:
+        """The ``progress`` callback of :meth:`DocumentStore.index`."""
+        if not self.enabled:
+            return
+        if event == "files":
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=int(info["total"]), unit="file", file=self.stream, dynamic_ncols=True
+            )
+        elif self._bar is None:
+            return
+        elif event == "chunks":
+            self._chunks += int(info["count"])
+            self._postfix()
+        elif event == "file":
+            self._bar.update(1)
+            self._postfix()
+
+    def _postfix(self) -> None:
+        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        self._bar.set_postfix_str(
+            f"{self._chunks:,} chunks, {self._chunks / elapsed:,.1f} chunks/s"
+        )
+
+    def close(self) -> None:
+        """Remove the bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,581 @@
+"""Running the three methods (LC, RAG, Self-Route) over a labelled set.
+
+Self-Route runs through the core flow (:func:`selfroute.self_route_flow` driven by
+:func:`selfroute.arun_flow`); the handler here only answers its steps (BM25 retrieval over the
+item's document, a reader call, the item's document as long context). The LC baseline sends the
+long-context prompt over the whole document (fitted like the flow fits it when a window is set);
+the RAG baseline sends the same plain prompt, without the decline instruction, over the top-k
+chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from selfroute._chunking import chunk_text
+from selfroute._errors import ConfigurationError, ModelOutputError
+from selfroute._fitting import ContextDocument, fit_context
+from selfroute._flow import (
+    Generate,
+    Generation,
+    GenerationChunk,
+    LoadLongContext,
+    Retrieve,
+    RouteConfig,
+    arun_flow,
+    clean_answer,
+    self_route_flow,
+    validate_question,
+)
+from selfroute._prompts import Prompts
+from selfroute._result import Passage, PriceTable, Stage
+from selfroute._simple import LexicalIndex
+from selfroute._tokens import TokenCounter
+from selfroute._usage import Usage
+from selfroute.eval._cache import ResponseCache, default_cache_path
+from selfroute.eval._data import EvalItem
+from selfroute.eval._readers import ModelRequest, Reader
+from selfroute.eval._summary import CallRecord, RunRecord, Summary, build_summary
+from selfroute.eval.metrics import score_answer
+
+__all__ = [
+    "METHODS",
+    "BM25Retriever",
+    "Retriever",
+    "aevaluate",
+    "evaluate",
+    "resolve_cache",
+]
+
+#: Method names, in report order.
+METHODS = ("lc", "rag", "self_route")
+
+Retriever = Callable[[EvalItem, int], Sequence[Passage]]
+
+#: Items, or the path of a data file (loaded with :func:`~selfroute.eval.load_dataset`).
+DatasetLike = Iterable[EvalItem] | str | os.PathLike[str]
+
+#: With ``on_error="record"``, stop when this many runs failed before any succeeded.
+FAIL_FAST_AFTER = 5
+_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
+
+
+class BM25Retriever:
+    """Top-k BM25 retrieval over the item's own document, split into ``chunk_words``-word chunks.
+
+    Uses :class:`selfroute.LexicalIndex` (Okapi BM25, k1=1.5, b=0.75, English stop words removed).
+    One index is built per document and reused by every question over it.
+    """
+
+    def __init__(self, *, chunk_words: int = 300) -> None:
+        self.chunk_words = chunk_words
+        self._indexes: dict[tuple[str, int], LexicalIndex] = {}
+        self._lock = threading.Lock()
+
+    def index(self, item: EvalItem) -> LexicalIndex:
+        """The index of ``item``'s document."""
+        key = (item.doc_id, len(item.document))
+        with self._lock:
+            idx = self._indexes.get(key)
+            if idx is None:
+                chunks = chunk_text(item.document, doc_id=item.doc_id, chunk_words=self.chunk_words)
+                idx = LexicalIndex(chunks)
+                self._indexes[key] = idx
+        return idx
+
+    def __call__(self, item: EvalItem, k: int) -> list[Passage]:
+        return self.index(item).search(item.question, k)
+
+
+def resolve_cache(
+    cache: ResponseCache | str | os.PathLike[str] | bool | None,
+) -> ResponseCache | None:
+    """``True`` -> the default cache file, a path -> that file, ``False``/``None`` -> no cache."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return ResponseCache(default_cache_path())
+    if isinstance(cache, ResponseCache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return ResponseCache(cache)
+    raise ConfigurationError(f"cache must be a path, a ResponseCache or a bool, got {cache!r}")
+
+
+def _split_template(rendered: str) -> tuple[str, str]:
+    prefix, sep, suffix = rendered.partition(_MARK)
+    if not sep:  # pragma: no cover - the templates always contain {context}
+        raise ConfigurationError("prompt template has no {context} placeholder")
+    return prefix, suffix
+
+
+def _context_of(prompt: str, rendered_with_mark: str) -> str:
+    prefix, suffix = _split_template(rendered_with_mark)
+    if not (prompt.startswith(prefix) and prompt.endswith(suffix)):
+        raise ConfigurationError("could not locate the context inside the prompt")
+    return prompt[len(prefix) : len(prompt) - len(suffix)]
+
+
+def lc_prompt(
+    item: EvalItem, question: str, config: RouteConfig, retrieved: Sequence[str] = ()
+) -> tuple[str, str]:
+    """The long-context prompt and its context for ``item``, fitted as the flow fits it."""
+    counter = config.counter
+    prompts = config.prompts
+    overhead = counter.count(prompts.long_context_prompt(question, ""))
+    window = config.long_context_window
+    available = None if window is None else window - overhead - config.answer_tokens
+    fitted = fit_context(
+        [ContextDocument(item.document, item.doc_id)],
+        question=question,
+        available_tokens=available,
+        strategy=config.overflow,
+        retrieved=retrieved,
+        counter=counter,
+        chunk_words=config.chunk_words,
+        window_tokens=window,
+    )
+    return prompts.long_context_prompt(question, fitted.text), fitted.text
+
+
+def rag_only_prompt(
+    prompts: Prompts, question: str, passages: Sequence[Passage]
+) -> tuple[str, str]:
+    """The RAG baseline's prompt (no decline instruction) and its context."""
+    context = prompts.format_passages([p.text for p in passages])
+    return prompts.long_context_prompt(question, context), context
+
+
+@dataclass
+class _Session:
+    reader: Reader
+    lc_reader: Reader
+    config: RouteConfig
+    retriever: Retriever
+    cache: ResponseCache | None
+    prices: PriceTable | None
+    on_error: str
+    memo: dict[str, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
+    model_calls: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    stopped: BaseException | None = None
+
+    def note(self, error: Exception | None) -> None:
+        """Count a run; stop early when the first runs all fail (bad key, wrong endpoint)."""
+        if error is None:
+            self.succeeded += 1
+            return
+        self.failed += 1
+        if self.succeeded == 0 and self.failed >= FAIL_FAST_AFTER:
+            stop = ModelOutputError(
+                f"the first {self.failed} runs all failed, stopping; last error: "
+                f"{type(error).__name__}: {error}"
+            )
+            self.stopped = stop
+            raise stop from error
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.config.counter
+
+    async def _fresh(self, reader: Reader, request: ModelRequest) -> tuple[Generation, float]:
+        t0 = time.perf_counter()
+        gen = await reader.agenerate(request)
+        latency = time.perf_counter() - t0
+        if not isinstance(gen, Generation):
+            raise ConfigurationError(
+                f"reader {reader.name!r} returned {type(gen).__name__}; expected Generation"
+            )
+        self.model_calls += int(reader.cacheable)
+        if self.cache is not None and reader.cacheable:
+            self.cache.put(reader.cache_identity(), request.prompt, gen, latency)
+        return gen, latency
+
+    async def generate(
+        self, reader: Reader, request: ModelRequest, calls: list[CallRecord]
+    ) -> Generation:
+        """One reader call, served from the cache (disk, or this run) when it was made before."""
+        prompt_tokens = self.counter.count(request.prompt)
+        identity = reader.cache_identity()
+        key = ResponseCache.key(identity, request.prompt)
+        cached = True
+        future = self.memo.get(key)
+        if future is None:
+            hit = None
+            if self.cache is not None and reader.cacheable:
+                hit = self.cache.get(identity, request.prompt)
+            future = asyncio.get_running_loop().create_future()
+            self.memo[key] = future
+            if hit is not None:
+                future.set_result((hit.generation, hit.latency_s))
+            else:
+                cached = False
+                try:
+                    future.set_result(await self._fresh(reader, request))
+                except BaseException as exc:
+                    del self.memo[key]
+                    future.set_exception(exc)
+                    future.exception()  # retrieved: no "never retrieved" warning
+                    raise
+        gen, latency = await asyncio.shield(future)
+        usage = gen.usage or Usage.of(
+            prompt_tokens, self.counter.count(gen.text), source=self.counter.source
+        )
+        model = gen.model or reader.model_name
+        calls.append(
+            CallRecord(
+                method=request.method,
+                stage=request.stage,
+                model=model,
+                prompt_tokens=prompt_tokens,
+                usage=usage,
+                latency_s=latency,
+                cached=cached,
+                output=gen.text,
+                cost=self.prices.cost(model, usage) if self.prices is not None else None,
+            )
+        )
+        return Generation(text=gen.text, usage=usage, model=model, latency_s=latency)
+
+
+class _FlowHandler:
+    """Answers the core flow's steps for one item (no routing logic here)."""
+
+    def __init__(
+        self, session: _Session, item: EvalItem, question: str, calls: list[CallRecord]
+    ) -> None:
+        self.session = session
+        self.item = item
+        self.question = question
+        self.calls = calls
+        prompts = session.config.prompts
+        self._rag_marked = prompts.rag_prompt(question, [_MARK])
+        self._lc_marked = prompts.long_context_prompt(question, _MARK)
+
+    async def aretrieve(self, step: Retrieve) -> Sequence[Passage]:
+        return list(self.session.retriever(self.item, step.k))
+
+    async def agenerate(self, step: Generate) -> Generation:
+        rag = step.stage is Stage.RAG
+        request = ModelRequest(
+            prompt=step.prompt,
+            context=_context_of(step.prompt, self._rag_marked if rag else self._lc_marked),
+            question=step.question,
+            item=self.item,
+            method="self_route",
+            stage=step.stage,
+            sentinel=step.sentinel,
+        )
+        reader = self.session.reader if rag else self.session.lc_reader
+        return await self.session.generate(reader, request, self.calls)
+
+    async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
+        gen = await self.agenerate(step)
+        yield GenerationChunk(text=gen.text, usage=gen.usage, model=gen.model)
+
+    async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument]:
+        return [ContextDocument(self.item.document, self.item.doc_id)]
+
+
+def _score(item: EvalItem, prediction: str | None, prompts: Prompts) -> float:
+    return score_answer(
+        prediction,
+        item.answers,
+        metric=item.metric,
+        unanswerable=item.unanswerable,
+        dataset=item.dataset,
+        all_classes=item.all_classes,
+        choices=item.choices,
+        sentinel=prompts.sentinel,
+    )
+
+
+async def _run_lc(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+    prompt, context = lc_prompt(item, q, session.config)
+    request = ModelRequest(prompt, context, q, item, "lc", Stage.LONG_CONTEXT)
+    gen = await session.generate(session.lc_reader, request, record.calls)
+    record.prediction = clean_answer(gen.text)
+
+
+async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+    assert record.k is not None
+    record.retrieved = list(session.retriever(item, record.k))[: record.k]
+    prompt, context = rag_only_prompt(session.config.prompts, q, record.retrieved)
+    request = ModelRequest(prompt, context, q, item, "rag", Stage.RAG)
+    gen = await session.generate(session.reader, request, record.calls)
+    record.prediction = clean_answer(gen.text)
+
+
+async def _run_self_route(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+    assert record.k is not None
+    handler = _FlowHandler(session, item, q, record.calls)
+    result = await arun_flow(self_route_flow(q, replace(session.config, k=record.k)), handler)
+    record.prediction = result.answer
+    record.route = result.route.value
+    record.reason = result.reason.value
+    record.answered_from_chunks = result.answered_from_chunks
+    record.retrieved = list(result.sources)
+    record.flow_error = result.error
+
+
+_RUNNERS = {"lc": _run_lc, "rag": _run_rag, "self_route": _run_self_route}
+
+
+async def _guarded(
+    session: _Session, item: EvalItem, q: str, method: str, k: int | None
+) -> RunRecord:
+    """Run one method on one item; a failure is recorded (calls made so far are kept)."""
+    record = RunRecord(item=item, method=method, k=k, calls=[])
+    try:
+        await _RUNNERS[method](session, item, q, record)
+    except Exception as exc:
+        if session.on_error == "raise":
+            raise
+        record.prediction = None
+        record.error = f"{type(exc).__name__}: {exc}"
+        partial = getattr(exc, "partial", None)
+        if partial is not None:
+            record.route = partial.route.value
+            record.reason = partial.reason.value
+            record.retrieved = list(partial.sources)
+        session.note(exc)
+    else:
+        session.note(None)
+    record.score = _score(item, record.prediction, session.config.prompts)
+    return record
+
+
+async def _run_item(
+    session: _Session,
+    item: EvalItem,
+    ks: Sequence[int],
+    methods: Sequence[str],
+    tick: Callable[[], None],
+) -> list[RunRecord]:
+    q = validate_question(item.question)
+    out: list[RunRecord] = []
+    plan: list[tuple[str, int | None]] = [("lc", None)] if "lc" in methods else []
+    plan += [(m, k) for k in ks for m in ("rag", "self_route") if m in methods]
+    for method, k in plan:
+        out.append(await _guarded(session, item, q, method, k))
+        tick()
+    lc_calls = [c for r in out if r.method == "lc" and r.error is None for c in r.calls]
+    if lc_calls:
+        reference, source = lc_calls[0].usage.input_tokens, lc_calls[0].usage.source
+    else:
+        prompt, _ = lc_prompt(item, q, session.config)
+        reference, source = session.counter.count(prompt), session.counter.source
+    for r in out:
+        r.lc_reference_tokens = reference
+        r.lc_reference_source = source
+    return out
+
+
+def as_items(dataset: DatasetLike) -> list[EvalItem]:
+    """The items of ``dataset``, loading it first when it is a path."""
+    if isinstance(dataset, (str, os.PathLike)):
+        from selfroute.eval._data import load_dataset
+
+        return load_dataset(Path(dataset))
+    return list(dataset)
+
+
+def _check_args(
+    items: Sequence[EvalItem],
+    ks: Sequence[int],
+    methods: Sequence[str],
+    concurrency: int,
+    on_error: str,
+    readers: Iterable[Reader],
+) -> None:
+    if not items:
+        raise ConfigurationError("the dataset has no items")
+    for i, it in enumerate(items):
+        if not isinstance(it, EvalItem):
+            raise ConfigurationError(
+                f"dataset element {i} is {type(it).__name__}; expected selfroute.eval.EvalItem"
+            )
+    if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
+        raise ConfigurationError(f"ks must be positive integers, got {list(ks)!r}")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ConfigurationError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if on_error not in ("record", "raise"):
+        raise ConfigurationError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+    for reader in readers:
+        if not isinstance(reader, Reader):
+            raise ConfigurationError(
+                f"reader {reader!r} lacks the Reader interface (name, model_name, cacheable, "
+                "is_oracle, cache_identity(), agenerate())"
+            )
+        if reader.is_oracle:
+            bad = [it.id for it in items if it.metric not in ("qa_f1", "exact_match")]
+            if bad:
+                raise ConfigurationError(
+                    f"the oracle reader needs span answers, but {len(bad)} items use other "
+                    f"metrics (first: {bad[0]!r})"
+                )
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # progress is optional
+        return None
+    return tqdm(total=total, desc="selfroute eval", unit="run")
+
+
+async def aevaluate(
+    dataset: DatasetLike,
+    *,
+    reader: Reader,
+    lc_reader: Reader | None = None,
+    ks: Sequence[int] = (5,),
+    methods: Sequence[str] = METHODS,
+    config: RouteConfig | None = None,
+    prices: PriceTable | None = None,
+    cache: ResponseCache | str | os.PathLike[str] | bool | None = True,
+    concurrency: int = 4,
+    limit: int | None = None,
+    retriever: Retriever | None = None,
+    on_error: str = "record",
+    progress: bool = False,
+    name: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+) -> Summary:
+    """Run LC, RAG and Self-Route on every item and summarise them (async).
+
+    Args:
+        dataset: The items (see the loaders, e.g. :func:`~selfroute.eval.load_dataset`), or the
+            path of a data file in any supported format.
+        reader: Answers the RAG prompts (RAG baseline and Self-Route's first step).
+        lc_reader: Answers the long-context prompts (LC baseline and Self-Route's fallback);
+            defaults to ``reader``.
+        ks: Retrieval depths to run RAG and Self-Route at (LC runs once per item).
+        methods: Subset of ``("lc", "rag", "self_route")``.
+        config: Prompts, window, overflow strategy, strictness and chunk size (``k`` is taken
+            from ``ks``).
+        prices: Price table for money.
+        cache: Response cache: ``True`` (default file), a path, a :class:`ResponseCache`, or
+            ``False``. Identical prompts to the same reader are also shared within a run (so
+            Self-Route's fallback reuses the LC baseline's answer).
+        concurrency: Items in flight at once (each has at most one model call in flight).
+        limit: Evaluate only the first ``limit`` items.
+        retriever: ``retriever(item, k) -> passages``; defaults to :class:`BM25Retriever`.
+        on_error: ``record`` (a failed call scores 0 and is reported) or ``raise``.
+        progress: Show a tqdm progress bar.
+        name: Dataset name for the report.
+        out: Folder to write ``results.jsonl``, ``summary.json``, ``report.md`` and plots to.
+
+    Returns:
+        The :class:`Summary` (per-method rows, RAG-vs-LC comparison, every run's record).
+    """
+    items = as_items(dataset)
+    if limit is not None:
+        if not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"limit must be a positive integer, got {limit!r}")
+        items = items[:limit]
+    lc_reader = lc_reader or reader
+    ks = sorted(dict.fromkeys(ks))
+    methods = [m for m in METHODS if m in methods] if set(methods) <= set(METHODS) else methods
+    _check_args(
+        items,
+        ks,
+        methods,
+        concurrency,
+        on_error,
+        {id(reader): reader, id(lc_reader): lc_reader}.values(),
+    )
+    cfg = config or RouteConfig()
+    own_cache = not isinstance(cache, ResponseCache)
+    store = resolve_cache(cache)
+    session = _Session(
+        reader=reader,
+        lc_reader=lc_reader,
+        config=cfg,
+        retriever=retriever or BM25Retriever(chunk_words=cfg.chunk_words),
+        cache=store,
+        prices=prices,
+        on_error=on_error,
+    )
+    per_item = int("lc" in methods) + len(ks) * (len(methods) - int("lc" in methods))
+    bar = _progress(len(items) * per_item, progress)
+    gate = asyncio.Semaphore(concurrency)
+    started = time.perf_counter()
+
+    def tick() -> None:
+        if bar is not None:
+            bar.update(1)
+
+    async def one(item: EvalItem) -> list[RunRecord]:
+        async with gate:
+            if session.stopped is not None:  # another item stopped the run
+                raise session.stopped
+            return await _run_item(session, item, ks, methods, tick)
+
+    tasks = [asyncio.ensure_future(one(it)) for it in items]
+    try:
+        batches = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if store is not None and own_cache:
+            store.close()
+    records = [r for batch in batches for r in batch]
+    summary = build_summary(
+        records,
+        dataset=name or (items[0].dataset or "dataset"),
+        items=len(items),
+        ks=ks,
+        methods=methods,
+        reader=reader,
+        lc_reader=lc_reader,
+        prices=prices,
+        model_calls=session.model_calls,
+        wall_time_s=time.perf_counter() - started,
+    )
+    if out is not None:
+        from selfroute.eval._report import write_outputs
+
+        write_outputs(summary, Path(out))
+    return summary
+
+
+def evaluate(dataset: DatasetLike, **kwargs: Any) -> Summary:
+    """Synchronous :func:`aevaluate` (same arguments); works inside a running loop (notebooks)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aevaluate(dataset, **kwargs))
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["value"] = asyncio.run(aevaluate(dataset, **kwargs))
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="selfroute-eval")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    result: Summary = box["value"]
+    return result

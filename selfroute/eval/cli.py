@@ -1,0 +1,265 @@
+"""``selfroute eval``: run LC, RAG and Self-Route over a labelled set and write a report.
+
+Registered by the main CLI through :func:`add_parser`; also runnable as ``python -m selfroute.eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
+from selfroute._flow import RouteConfig
+
+__all__ = ["add_parser", "build_parser", "main", "run"]
+
+_METHOD_ALIASES = {"lc": "lc", "rag": "rag", "self-route": "self_route", "self_route": "self_route"}
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--k takes integers like 1,5,10, got {text!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError(f"--k takes positive integers, got {text!r}")
+    return ks
+
+
+def _methods(text: str) -> list[str]:
+    out = []
+    for part in filter(None, (p.strip().lower() for p in text.split(","))):
+        if part not in _METHOD_ALIASES:
+            raise argparse.ArgumentTypeError(
+                f"unknown method {part!r}; choose from lc, rag, self-route"
+            )
+        out.append(_METHOD_ALIASES[part])
+    if not out:
+        raise argparse.ArgumentTypeError("--methods is empty")
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the eval arguments to ``parser``."""
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "data",
+        nargs="?",
+        help="data file: LongBench JSONL, SQuAD-2.0 articles "
+        "JSONL, or LaRA query JSONL/folder (with --documents)",
+    )
+    data.add_argument(
+        "--sample",
+        action="store_true",
+        help="use the bundled sample (3 SQuAD 2.0 articles as one haystack, "
+        "120 questions); runs offline with --reader oracle",
+    )
+    data.add_argument("--format", default="auto", choices=["auto", "longbench", "lara", "squad"])
+    data.add_argument("--documents", help="LaRA: folder holding the documents")
+    data.add_argument(
+        "--haystack", action="store_true", help="SQuAD: concatenate all articles into one document"
+    )
+    data.add_argument(
+        "--metric",
+        help="LongBench: override the metric (qa_f1, exact_match, rouge_l, multiple_choice, ...)",
+    )
+    data.add_argument("--limit", type=_positive, help="evaluate only the first N items")
+
+    model = parser.add_argument_group("readers")
+    model.add_argument(
+        "--reader",
+        choices=["model", "oracle"],
+        help="'oracle' answers from the gold labels (no model, no key); "
+        "default: 'model' when --model is given",
+    )
+    model.add_argument("--model", help="openai:NAME, google:NAME, or NAME with --base-url")
+    model.add_argument("--lc-model", help="long-context model (default: --model)")
+    model.add_argument("--base-url", help="OpenAI-compatible endpoint for --model")
+    model.add_argument("--lc-base-url", help="endpoint for --lc-model (default: --base-url)")
+    model.add_argument("--temperature", type=float, default=0.0)
+    model.add_argument(
+        "--max-tokens", type=_positive, default=256, help="answer length cap per call (default 256)"
+    )
+    model.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
+
+    run_ = parser.add_argument_group("run")
+    run_.add_argument(
+        "--k",
+        type=_ks,
+        default=[5],
+        metavar="K[,K...]",
+        help="retrieved chunks; several values draw the score/tokens-vs-k figure",
+    )
+    run_.add_argument(
+        "--methods",
+        type=_methods,
+        default=["lc", "rag", "self_route"],
+        help="comma list of lc, rag, self-route (default: all)",
+    )
+    run_.add_argument(
+        "--window",
+        type=_positive,
+        help="long-context window in tokens (documents are fitted into it)",
+    )
+    run_.add_argument("--overflow", default="fill", choices=["fill", "truncate_middle", "error"])
+    run_.add_argument("--chunk-words", type=_positive, default=300)
+    run_.add_argument(
+        "--strict",
+        action="store_true",
+        help="only the sentinel counts as a decline in Self-Route's first step",
+    )
+    run_.add_argument("--concurrency", type=_positive, default=4)
+    run_.add_argument(
+        "--prices", help="MODEL=IN/OUT per million tokens (comma separated) or a JSON file"
+    )
+    run_.add_argument("--cache", help="response cache file (default: the user cache folder)")
+    run_.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    run_.add_argument("--on-error", choices=["record", "raise"], default="record")
+    run_.add_argument(
+        "--dry-run", action="store_true", help="print estimated tokens and money, call nothing"
+    )
+    run_.add_argument("--out", default="selfroute-eval", help="output folder")
+    run_.add_argument("--no-progress", action="store_true")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``eval`` on the main CLI's subparsers; the handler is ``args.func(args)``."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate LC, RAG and Self-Route on a labelled set (paper Table 1)",
+        description=__doc__,
+    )
+    return configure(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A standalone parser (``python -m selfroute.eval``)."""
+    return configure(argparse.ArgumentParser(prog="selfroute eval", description=__doc__))
+
+
+def _readers(args: argparse.Namespace) -> tuple[Any, Any]:
+    from selfroute.eval._readers import ChatModelReader, OracleReader
+
+    kind = args.reader or ("model" if args.model else None)
+    if kind is None:
+        raise ConfigurationError(
+            "choose a reader: --model openai:NAME (or google:NAME, or NAME --base-url URL), or "
+            "--reader oracle for a keyless run"
+        )
+    if kind == "oracle":
+        if args.model or args.lc_model:
+            raise ConfigurationError("--reader oracle calls no model; drop --model/--lc-model")
+        oracle = OracleReader()
+        return oracle, oracle
+    if not args.model:
+        raise ConfigurationError("--reader model needs --model")
+    common = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "timeout": args.timeout,
+    }
+    reader = ChatModelReader.from_spec(args.model, base_url=args.base_url, **common)
+    lc_reader = reader
+    if args.lc_model:
+        lc_reader = ChatModelReader.from_spec(
+            args.lc_model, base_url=args.lc_base_url or args.base_url, **common
+        )
+    return reader, lc_reader
+
+
+def _dataset(args: argparse.Namespace) -> tuple[list[Any], str]:
+    from selfroute.eval._data import load_dataset, load_sample
+
+    if args.sample:
+        if args.data:
+            raise ConfigurationError("give a data file or --sample, not both")
+        return load_sample(), "SQuAD 2.0 sample (3 articles as one haystack)"
+    if not args.data:
+        raise ConfigurationError("give a data file, or --sample for the bundled one")
+    items = load_dataset(
+        args.data,
+        format=args.format,
+        documents=args.documents,
+        haystack=args.haystack,
+        metric=args.metric,
+    )
+    return items, Path(args.data).name
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``selfroute eval`` from parsed arguments; returns the exit code."""
+    from selfroute.eval._estimate import estimate
+    from selfroute.eval._prices import parse_prices
+    from selfroute.eval._runner import evaluate
+
+    try:
+        items, name = _dataset(args)
+        reader, lc_reader = _readers(args)
+        prices = parse_prices(args.prices) if args.prices else None
+        config = RouteConfig(
+            long_context_window=args.window,
+            overflow=args.overflow,
+            chunk_words=args.chunk_words,
+            strict=args.strict,
+        )
+        cache: Any = False if args.no_cache else (args.cache or True)
+        common: dict[str, Any] = {
+            "reader": reader,
+            "lc_reader": lc_reader,
+            "ks": args.k,
+            "methods": args.methods,
+            "config": config,
+            "prices": prices,
+            "cache": cache,
+            "limit": args.limit,
+        }
+        if args.dry_run:
+            print(estimate(items, output_tokens_per_call=args.max_tokens, **common).to_text())
+            return 0
+        summary = evaluate(
+            items,
+            concurrency=args.concurrency,
+            on_error=args.on_error,
+            progress=not args.no_progress,
+            name=name,
+            out=args.out,
+            **common,
+        )
+    except (ConfigurationError, InvalidInputError) as exc:
+        print(f"selfroute eval: error: {exc}", file=sys.stderr)
+        return 2
+    except SelfRouteError as exc:
+        print(f"selfroute eval: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            "selfroute eval: interrupted; answers received so far are cached, rerun to resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(summary.to_markdown())
+    out = Path(args.out)
+    print("Wrote: " + ", ".join(str(out / f) for f in summary.files.values()))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m selfroute.eval``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args))

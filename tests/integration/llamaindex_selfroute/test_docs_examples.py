@@ -1,0 +1,102 @@
+"""Every example of docs/llamaindex.md runs, in order, against the loopback OpenAI server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.scenarios import DOCUMENT
+from tests.support._loopback import last_user_text, prompt_text
+from tests.support.openai_server import Reply
+
+pytestmark = pytest.mark.integration
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "llamaindex.md"
+EXAMPLE = re.compile(r"<!-- example: ([\w-]+) -->\s*```python\n(.*?)```", re.DOTALL)
+QUESTION_BORN = "When was Mara Holt born?"
+
+
+def examples() -> list[tuple[str, str]]:
+    return EXAMPLE.findall(DOCS.read_text(encoding="utf-8"))
+
+
+def responder(body: dict) -> Reply:
+    prompt = last_user_text(body)
+    if "Action Input" in prompt_text(body):  # the ReAct agent's own LLM
+        if prompt.startswith("Observation:"):
+            seen = prompt.split("Observation:", 1)[1].strip()
+            return Reply(f"Thought: I can answer without using any more tools.\nAnswer: {seen}")
+        action = json.dumps({"input": QUESTION_BORN})
+        return Reply(
+            f"Thought: I should ask the records.\nAction: lighthouse_records\nAction Input: {action}"
+        )
+    if '"unanswerable"' in prompt:  # the RAG step
+        if "keep the lamp" in prompt and "thirty-one years" in prompt:
+            return Reply("Thirty-one years.")
+        if "vault code" in prompt and "is 1234" in prompt:
+            return Reply("1234.")
+        return Reply("unanswerable")
+    if "Mara Holt" in prompt:  # the long-context step
+        return Reply("Mara Holt was born in 1901 in Dunmore.")
+    return Reply("I do not know.")
+
+
+def test_examples_are_found() -> None:
+    names = [name for name, _ in examples()]
+    assert names == [
+        "drop-in",
+        "cheap-strong",
+        "reopen",
+        "tenants",
+        "streaming",
+        "async",
+        "agent",
+        "prompts",
+    ]
+
+
+def test_docs_examples_run(openai_server, tmp_path, monkeypatch, capsys) -> None:
+    openai_server.responder = responder
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    monkeypatch.setenv("OPENAI_API_BASE", openai_server.base_url)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "lighthouse.txt").write_text(DOCUMENT, encoding="utf-8")
+    namespace: dict = {"__name__": "docs_example"}
+
+    for name, code in examples():
+        openai_server.reset()
+        exec(compile(code, f"docs/llamaindex.md[{name}]", "exec"), namespace)
+        out = capsys.readouterr().out
+        prompts = [last_user_text(r) for r in openai_server.requests]
+        models = [r["model"] for r in openai_server.requests]
+        if name == "drop-in":
+            assert out.splitlines()[:2] == ["Thirty-one years.", "rag"]
+            assert models == ["gpt-4o-mini"]
+        elif name == "cheap-strong":
+            lines = out.splitlines()
+            assert lines[0] == "long_context declined"
+            assert lines[1] == "Mara Holt was born in 1901 in Dunmore."
+            assert models == ["gpt-4o-mini", "gpt-4o"]
+            assert lines[3].endswith("of always-long-context input tokens")
+            assert (tmp_path / "selfroute_index" / "chroma").is_dir()
+        elif name == "reopen":
+            assert out.strip() == "Thirty-one years."
+        elif name == "tenants":
+            assert out.strip() == "1234."
+            assert all("9876" not in p for p in prompts)
+        elif name == "streaming":
+            assert out.splitlines() == ["Mara Holt was born in 1901 in Dunmore.", "long_context"]
+            assert all(r["stream"] for r in openai_server.requests)
+        elif name == "async":
+            assert out.strip() == "['rag', 'long_context']"
+        elif name == "agent":
+            assert "tool route: long_context" in out
+            assert out.strip().endswith("Mara Holt was born in 1901 in Dunmore.")
+        elif name == "prompts":
+            lines = out.splitlines()
+            assert lines == ["['long_context_prompt', 'rag_prompt']", "Thirty-one years."]
+            assert prompts[0].startswith("Excerpts:\n")

@@ -1,0 +1,151 @@
+"""Scripted OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1.
+
+Usage::
+
+    with ScriptedOpenAIServer(rules(("Passages:", "Paris"), default="unanswerable")) as srv:
+        llm = ChatOpenAI(base_url=srv.base_url, api_key="dummy", model="gpt-4o-mini")
+
+Run standalone (benchmarks, CLI end-to-end tests)::
+
+    python -m tests.support.openai_server --port 8765 --script rules.json
+
+The first stdout line is the base URL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from tests.support._loopback import (
+    Completion,
+    LoopbackServer,
+    Reply,
+    Responder,
+    _Handler,
+    iter_pieces,
+    now,
+    rules,
+    serve_main,
+    sse,
+)
+
+__all__ = ["Reply", "Responder", "ScriptedOpenAIServer", "rules"]
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", "invalid_request"),
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+class ScriptedOpenAIServer(LoopbackServer):
+    """OpenAI Chat Completions API double (non-streaming, SSE streaming, ``GET /v1/models``).
+
+    Attributes:
+        base_url: ``http://127.0.0.1:PORT/v1`` — pass as ``base_url``/``api_base``.
+    """
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def route(self, method: str, path: str) -> str | None:
+        clean = urlsplit(path).path.rstrip("/")
+        if method == "POST" and clean == "/v1/chat/completions":
+            return "generate"
+        if method == "GET" and clean == "/v1/models":
+            return "models"
+        return None
+
+    def wants_stream(self, path: str, body: dict[str, Any]) -> bool:
+        return bool(body.get("stream"))
+
+    def requested_model(self, handler: _Handler, body: dict[str, Any]) -> str:
+        return str(body.get("model") or "loopback-model")
+
+    def models_body(self) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "loopback"}
+                for name in ("loopback-model", "gpt-4o-mini", "gpt-4o")
+            ],
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        err_type, code = _ERROR_TYPES.get(status, ("server_error", None))
+        return {
+            "error": {
+                "message": message or f"scripted error {status}",
+                "type": err_type,
+                "param": None,
+                "code": code,
+            }
+        }
+
+    @staticmethod
+    def _usage(done: Completion) -> dict[str, Any]:
+        return {
+            "prompt_tokens": done.prompt_tokens,
+            "completion_tokens": done.completion_tokens,
+            "total_tokens": done.prompt_tokens + done.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": done.cached_tokens, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+
+    @staticmethod
+    def _envelope(done: Completion, kind: str) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": kind,
+            "created": now(),
+            "model": done.model,
+            "system_fingerprint": "fp_loopback",
+        }
+
+    def completion_body(self, done: Completion) -> dict[str, Any]:
+        message = {"role": "assistant", "content": done.text, "refusal": None}
+        return {
+            **self._envelope(done, "chat.completion"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": done.reply.finish_reason,
+                }
+            ],
+            "usage": self._usage(done),
+        }
+
+    def stream_events(self, done: Completion) -> Iterable[bytes]:
+        include_usage = bool((done.body.get("stream_options") or {}).get("include_usage"))
+        base = self._envelope(done, "chat.completion.chunk")
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            payload: dict[str, Any] = {**base, "choices": [choice]}
+            if include_usage:
+                payload["usage"] = None
+            return sse(payload)
+
+        yield chunk({"role": "assistant", "content": "", "refusal": None})
+        for piece in iter_pieces(done.text):
+            yield chunk({"content": piece})
+        yield chunk({}, done.reply.finish_reason)
+        if include_usage:
+            yield sse({**base, "choices": [], "usage": self._usage(done)})
+        yield b"data: [DONE]\n\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.support.openai_server --port P --script FILE.json``."""
+    return serve_main(ScriptedOpenAIServer, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""Settings precedence (flag > SELFROUTE_* > selfroute.toml > default) and the documented table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from selfroute import ConfigurationError
+from selfroute.cli import build_parser
+from selfroute.cli._config import SETTINGS, load_toml, resolve, settings_table
+
+DOCS = Path(__file__).parents[4] / "docs" / "cli.md"
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(list(argv))
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "file", "expected", "source"),
+    [
+        ("7", "6", 4, 7, "flag"),
+        (None, "6", 4, 6, "env"),
+        (None, None, 4, 4, "file"),
+        (None, None, None, 5, "default"),
+    ],
+)
+def test_precedence(
+    flag: str | None, env: str | None, file: int | None, expected: int, source: str
+) -> None:
+    argv = ["ask", "q"] + (["--k", flag] if flag else [])
+    environ = {"SELFROUTE_K": env} if env else {}
+    config = {"k": file} if file is not None else {}
+    settings = resolve(_args(*argv), "ask", environ=environ, config=config)
+    assert settings.k == expected
+    assert settings.source("k") == source
+    assert settings.is_set("k") is (source != "default")
+
+
+def test_every_setting_resolves_from_the_environment() -> None:
+    samples = {
+        "store": "/tmp/s",
+        "collection": "docs",
+        "chroma_url": "http://127.0.0.1:8000",
+        "embedding": "offline",
+        "embedding_base_url": "http://127.0.0.1:1/v1",
+        "chunk_words": "200",
+        "follow_symlinks": "yes",
+        "max_file_mb": "2.5",
+        "progress": "never",
+        "retrieval": "bm25",
+        "k": "3",
+        "model": "google:gemini-2.5-flash",
+        "lc_model": "openai:gpt-4.1",
+        "base_url": "http://127.0.0.1:2/v1",
+        "lc_base_url": "http://127.0.0.1:3/v1",
+        "temperature": "0.5",
+        "timeout": "30",
+        "max_retries": "0",
+        "lc_window": "128000",
+        "overflow": "truncate_middle",
+        "strict": "true",
+        "prices": "gpt-4o-mini=0.15/0.6",
+    }
+    assert set(samples) == {s.name for s in SETTINGS}
+    environ = {f"SELFROUTE_{k.upper()}": v for k, v in samples.items()}
+    for command in ("index", "ask", "stats"):
+        settings = resolve(
+            _args(command, *(["x"] if command == "index" else [])), command, environ=environ
+        )
+        for s in SETTINGS:
+            if command in s.commands:
+                assert settings.source(s.name) == "env", s.name
+    ask = resolve(_args("ask", "q"), "ask", environ=environ)
+    assert ask.strict is True and ask.k == 3 and ask.temperature == 0.5 and ask.max_retries == 0
+    index = resolve(_args("index", "x"), "index", environ=environ)
+    assert index.follow_symlinks is True and index.chunk_words == 200 and index.max_file_mb == 2.5
+
+
+def test_boolean_flags_beat_the_environment() -> None:
+    settings = resolve(_args("ask", "q", "--no-strict"), "ask", environ={"SELFROUTE_STRICT": "1"})
+    assert settings.strict is False and settings.source("strict") == "flag"
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"SELFROUTE_K": "zero"}, "SELFROUTE_K: invalid k"),
+        ({"SELFROUTE_K": "0"}, "SELFROUTE_K: invalid k"),
+        ({"SELFROUTE_STRICT": "maybe"}, "SELFROUTE_STRICT: invalid strict"),
+        ({"SELFROUTE_RETRIEVAL": "sparse"}, "retrieval must be one of hybrid, dense, bm25"),
+        ({"SELFROUTE_TIMEOUT": "-1"}, "SELFROUTE_TIMEOUT"),
+    ],
+)
+def test_bad_environment_values_name_the_variable(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        resolve(_args("ask", "q"), "ask", environ=environ)
+
+
+def test_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert load_toml(None, explicit=False) == {}
+    (tmp_path / "selfroute.toml").write_text(
+        'store = "kb"\nlc-model = "openai:gpt-4.1"\n[selfroute]\nk = 8\n', encoding="utf-8"
+    )
+    config = load_toml(None, explicit=False)
+    settings = resolve(_args("ask", "q"), "ask", environ={}, config=config)
+    assert (settings.store, settings.lc_model, settings.k) == ("kb", "openai:gpt-4.1", 8)
+    assert settings.source("store") == "file"
+
+
+def test_toml_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="does not exist"):
+        load_toml(tmp_path / "missing.toml", explicit=True)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("k = [", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="not valid TOML"):
+        load_toml(bad, explicit=True)
+    typo = tmp_path / "typo.toml"
+    typo.write_text('modle = "x"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="unknown setting 'modle'"):
+        load_toml(typo, explicit=True)
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text("k = 'many'\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"wrong\.toml: invalid k"):
+        resolve(_args("ask", "q"), "ask", environ={}, config=load_toml(wrong, explicit=True))
+
+
+def test_docs_table_lists_every_setting() -> None:
+    table = settings_table()
+    text = DOCS.read_text(encoding="utf-8")
+    assert table in text, "docs/cli.md is out of date: paste settings_table() into it"
+    for s in SETTINGS:
+        assert f"`{s.flag}`" in table and f"`{s.env}`" in table

@@ -1,0 +1,168 @@
+"""The public surface of the three packages: exports, typing marker, import isolation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import selfroute
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# Adding or removing a public name is a deliberate API change: update this list with it.
+PUBLIC = sorted(
+    [
+        "AsyncStepHandler",
+        "BudgetDecision",
+        "Chunk",
+        "ConfigurationError",
+        "ContextDocument",
+        "ContextOverflowError",
+        "DEFAULT_CHUNK_WORDS",
+        "DEFAULT_LONG_CONTEXT_PROMPT",
+        "DEFAULT_RAG_PROMPT",
+        "DEFAULT_SENTINEL",
+        "FittedContext",
+        "FlowEvent",
+        "FunctionHandler",
+        "Generate",
+        "Generation",
+        "GenerationChunk",
+        "HashingEmbedding",
+        "HeuristicCounter",
+        "InvalidInputError",
+        "LexicalIndex",
+        "LoadLongContext",
+        "LongContextBudget",
+        "LongContextError",
+        "MissingDependencyError",
+        "ModelOutputError",
+        "OnError",
+        "OverflowStrategy",
+        "Passage",
+        "PriceTable",
+        "Prompts",
+        "Reason",
+        "RedactingFilter",
+        "ResultEvent",
+        "RetrievalError",
+        "Retrieve",
+        "Route",
+        "RouteConfig",
+        "RouteEvent",
+        "RouteResult",
+        "RouteStats",
+        "SelfRouteError",
+        "SentinelSniffer",
+        "Stage",
+        "Step",
+        "StepHandler",
+        "StepRecord",
+        "TiktokenCounter",
+        "TokenCounter",
+        "TokenEvent",
+        "Usage",
+        "Verdict",
+        "VerdictKind",
+        "__version__",
+        "adrive",
+        "arun_flow",
+        "aself_route",
+        "chroma_embedding_function",
+        "chunk_text",
+        "clean_answer",
+        "could_start_decline",
+        "default_token_counter",
+        "document_id",
+        "drive",
+        "fit_context",
+        "parse_verdict",
+        "rebuild_document",
+        "redact",
+        "register_secret",
+        "run_flow",
+        "self_route",
+        "self_route_flow",
+        "validate_question",
+    ]
+)
+
+
+def test_public_names_are_pinned() -> None:
+    assert sorted(selfroute.__all__) == PUBLIC
+    assert len(set(selfroute.__all__)) == len(selfroute.__all__)
+
+
+def test_every_public_name_resolves() -> None:
+    for name in selfroute.__all__:
+        assert getattr(selfroute, name) is not None, name
+    assert isinstance(selfroute.__version__, str)
+
+
+def test_every_error_derives_from_selfroute_error() -> None:
+    errors = [
+        getattr(selfroute, n)
+        for n in selfroute.__all__
+        if isinstance(getattr(selfroute, n), type) and issubclass(getattr(selfroute, n), Exception)
+    ]
+    assert len(errors) == 8  # the base and seven specific errors
+    for err in errors:
+        assert issubclass(err, selfroute.SelfRouteError), err
+    assert issubclass(selfroute.ConfigurationError, ValueError)
+    assert issubclass(selfroute.InvalidInputError, ValueError)
+    assert issubclass(selfroute.MissingDependencyError, ImportError)
+    missing = selfroute.MissingDependencyError("chromadb", "chroma")
+    assert "pip install 'selfroute[chroma]'" in str(missing) and missing.extra == "chroma"
+
+
+@pytest.mark.parametrize("package", ["selfroute", "langchain_selfroute", "llamaindex_selfroute"])
+def test_py_typed_marker(package: str) -> None:
+    assert (ROOT / package / "py.typed").is_file()
+
+
+FRAMEWORKS = (
+    "langchain",
+    "langchain_core",
+    "langchain_openai",
+    "langchain_google_genai",
+    "langchain_chroma",
+    "llama_index",
+    "chromadb",
+    "openai",
+    "google",
+    "bm25s",
+    "pypdf",
+    "numpy",
+)
+
+
+def test_import_selfroute_imports_no_framework() -> None:
+    code = (
+        "import json, sys, selfroute; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    loaded = set(json.loads(out.stdout))
+    assert "selfroute" in loaded
+    assert loaded.isdisjoint(FRAMEWORKS), sorted(loaded & set(FRAMEWORKS))
+
+
+def test_core_flow_runs_without_any_framework_loaded() -> None:
+    code = (
+        "import json, sys, selfroute as sr\n"
+        "r = sr.self_route('Who kept the lamp?', 'Mara Holt kept the lamp. ' * 50, "
+        "lambda p: 'Mara Holt.')\n"
+        "print(json.dumps([r.route.value, sorted({m.split('.')[0] for m in sys.modules})]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    route, loaded = json.loads(out.stdout)
+    assert route == "rag"
+    assert set(loaded).isdisjoint(FRAMEWORKS), sorted(set(loaded) & set(FRAMEWORKS))

@@ -1,0 +1,172 @@
+"""Verdict parsing measured on 592 hand-labelled real model outputs (tests/fixtures/refusals).
+
+Declined is the positive class. The floors sit slightly below what the parser measured when the
+fixture was made (default: precision 1.000, recall 0.992; strict: precision 1.000, recall 0.468 --
+strict ignores natural-language refusals by design). A rule change that loses accuracy on real
+outputs fails here; the printed confusion summary shows where (run with ``-s``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import selfroute as sr
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / "labelled.jsonl"
+
+
+def _load() -> list[dict[str, object]]:
+    with FIXTURE.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+ROWS = _load()
+
+
+@dataclass
+class Confusion:
+    """A 2x2 confusion matrix with declined as the positive class."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+    errors: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+
+    def add(self, predicted: bool, row: dict[str, object]) -> None:
+        gold = bool(row["declined"])
+        if predicted and gold:
+            self.tp += 1
+        elif predicted:
+            self.fp += 1
+            self.errors.append(("FP", row))
+        elif gold:
+            self.fn += 1
+            self.errors.append(("FN", row))
+        else:
+            self.tn += 1
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def summary(self, title: str) -> str:
+        lines = [
+            f"{title}: n={self.tp + self.fp + self.fn + self.tn} tp={self.tp} fp={self.fp} "
+            f"fn={self.fn} tn={self.tn} precision={self.precision:.3f} recall={self.recall:.3f} "
+            f"f1={self.f1:.3f}"
+        ]
+        for kind, row in self.errors[:25]:
+            text = str(row["prediction"]).replace("\n", " ")[:110]
+            lines.append(f"  {kind} [{row['model']}] {text!r} -- {row['note']}")
+        if len(self.errors) > 25:
+            lines.append(f"  ... and {len(self.errors) - 25} more")
+        return "\n".join(lines)
+
+
+def _confusion(rows: list[dict[str, object]], *, strict: bool) -> Confusion:
+    c = Confusion()
+    for row in rows:
+        c.add(sr.parse_verdict(str(row["prediction"]), strict=strict).declined, row)
+    return c
+
+
+def test_fixture_is_well_formed() -> None:
+    assert FIXTURE.stat().st_size < 1_000_000
+    assert len(ROWS) >= 400
+    for row in ROWS:
+        assert set(row) == {"source", "model", "task", "prediction", "declined", "note", "split"}
+        assert isinstance(row["declined"], bool)
+        assert row["note"]
+        assert row["split"] in {"tuning", "holdout"}
+    models = Counter(str(row["model"]) for row in ROWS)
+    assert len(models) == 10  # 3 LongBench + 7 InfiniteBench models
+    declined = sum(bool(row["declined"]) for row in ROWS)
+    assert 0.3 < declined / len(ROWS) < 0.7  # both classes well represented
+    # Every LongBench output that contains the sentinel is in the set.
+    assert sum("unanswerable" in str(r["prediction"]).lower() for r in ROWS) >= 78
+
+
+@pytest.mark.parametrize(
+    ("strict", "min_precision", "min_recall"),
+    [(False, 0.98, 0.97), (True, 0.98, 0.42)],
+    ids=["default", "strict"],
+)
+def test_precision_and_recall_on_real_outputs(
+    strict: bool, min_precision: float, min_recall: float
+) -> None:
+    c = _confusion(ROWS, strict=strict)
+    print("\n" + c.summary(f"parse_verdict strict={strict}"))
+    assert c.precision >= min_precision
+    assert c.recall >= min_recall
+
+
+def test_holdout_split_generalises() -> None:
+    """The 135 hold-out cases were labelled after the rules were written."""
+    holdout = [r for r in ROWS if r["split"] == "holdout"]
+    assert len(holdout) >= 100
+    c = _confusion(holdout, strict=False)
+    print("\n" + c.summary("hold-out, default"))
+    assert c.precision >= 0.95
+    assert c.recall >= 0.9
+
+
+@pytest.mark.parametrize("source", ["longbench-qasper", "infinitebench"])
+def test_each_source_separately(source: str) -> None:
+    rows = [r for r in ROWS if r["source"] == source]
+    c = _confusion(rows, strict=False)
+    print("\n" + c.summary(source))
+    assert c.precision >= 0.97
+    assert c.recall >= 0.97
+
+
+def test_strict_never_declines_what_default_answers() -> None:
+    for row in ROWS:
+        text = str(row["prediction"])
+        if sr.parse_verdict(text, strict=True).declined:
+            assert sr.parse_verdict(text).declined, text
+
+
+def test_sentinel_outputs_are_found_in_both_modes() -> None:
+    """LongBench Qasper asked for the literal sentinel: strict mode must catch those declines."""
+    rows = [
+        r
+        for r in ROWS
+        if r["source"] == "longbench-qasper" and "unanswerable" in str(r["prediction"]).lower()
+    ]
+    declined = [r for r in rows if r["declined"] and "<think>" not in str(r["prediction"])]
+    answered = [r for r in rows if not r["declined"]]
+    assert declined and answered  # the word also appears in answers (follow-up questions)
+    for row in declined:
+        verdict = sr.parse_verdict(str(row["prediction"]), strict=True)
+        assert verdict.kind is sr.VerdictKind.SENTINEL, row["prediction"]
+    for row in answered:
+        assert sr.parse_verdict(str(row["prediction"])).answered, row["prediction"]
+
+
+def test_declined_outputs_keep_their_kind() -> None:
+    """Empty outputs are EMPTY, cut-off reasoning is GARBLED, worded declines are REFUSAL."""
+    kinds: Counter[str] = Counter()
+    for row in ROWS:
+        v = sr.parse_verdict(str(row["prediction"]))
+        text = str(row["prediction"])
+        if not text.strip():
+            assert v.kind is sr.VerdictKind.EMPTY
+        elif text.lstrip().startswith("<think>") and "</think>" not in text:
+            assert v.kind is sr.VerdictKind.GARBLED
+        kinds[v.kind.value] += 1
+    assert kinds["refusal"] > 100 and kinds["sentinel"] > 50 and kinds["garbled"] > 20
