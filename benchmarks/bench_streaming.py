@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from benchmarks._common import BenchContext, BenchResult, fmt_ms, percentile, ratio_row
-from benchmarks._fakes import HEDGE_MARKER, LC_MARKER, document_and_questions, reply_for
+from benchmarks._fakes import (
+    HEDGE_MARKER,
+    LC_MARKER,
+    document_and_questions,
+    loopback_openai,
+    reply_for,
+)
 
 __all__ = ["run", "ttft"]
 
@@ -53,22 +59,15 @@ def _series(
 def run(ctx: BenchContext) -> BenchResult:
     """Run the benchmark."""
     from benchmarks.bench_overhead import build_langchain, build_llamaindex
-    from tests.support._loopback import prompt_text
     from tests.support.clients import chat_openai, llamaindex_openai
-    from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
-    n = 2 if ctx.quick else 30
+    n = 1 if ctx.quick else 20
     text, questions = document_and_questions(ctx.data, 10_000, 3 * n)
     rag_q = questions[:n]
     lc_q = [f"{q} {LC_MARKER}" for q in questions[n : 2 * n]]
     hedge_q = [f"{q} {HEDGE_MARKER}" for q in questions[2 * n :]]
     result = BenchResult(KEY, TITLE)
-    server = ScriptedOpenAIServer(
-        lambda body: Reply(reply_for(prompt_text(body))),
-        latency_s=LATENCY_S,
-        token_delay_s=TOKEN_DELAY_S,
-    )
-    with server:
+    with loopback_openai(latency_s=LATENCY_S, token_delay_s=TOKEN_DELAY_S) as server:
         chain, _, route = build_langchain(text, llm=chat_openai(server))
         base_li, engine = build_llamaindex(text, llm=llamaindex_openai(server), streaming=True)
 

@@ -170,15 +170,34 @@ def _generation(output: Any, fallback_model: str | None) -> Generation:
     )
 
 
-def _merge(pieces: list[Any]) -> Any:
-    """Merge streamed pieces the way LangChain does (``AIMessageChunk`` addition sums usage)."""
-    if not pieces:
-        return ""
-    if all(isinstance(p, BaseMessageChunk) for p in pieces):
-        return pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
-    if all(isinstance(p, str) for p in pieces):
-        return "".join(pieces)
-    return pieces[-1]
+class _Pieces:
+    """The pieces of one streamed model call: text as it comes, usage and model at the end."""
+
+    def __init__(self, fallback_model: str | None) -> None:
+        self.pieces: list[Any] = []
+        self.fallback_model = fallback_model
+
+    def add(self, piece: Any) -> GenerationChunk | None:
+        """Keep ``piece``; return its text as a chunk (``None`` when it has none)."""
+        self.pieces.append(piece)
+        text = message_text(piece)
+        return GenerationChunk(text=text) if text else None
+
+    def merged(self) -> Any:
+        """The pieces merged the way LangChain does (``AIMessageChunk`` addition sums usage)."""
+        pieces = self.pieces
+        if not pieces:
+            return ""
+        if all(isinstance(p, BaseMessageChunk) for p in pieces):
+            return pieces[0] + pieces[1:] if len(pieces) > 1 else pieces[0]
+        if all(isinstance(p, str) for p in pieces):
+            return "".join(pieces)
+        return pieces[-1]
+
+    def last(self) -> GenerationChunk:
+        """The closing chunk: no text, the merged usage and the model name."""
+        final = _generation(self.merged(), self.fallback_model)
+        return GenerationChunk(text="", usage=final.usage, model=final.model)
 
 
 def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
@@ -191,6 +210,8 @@ def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
 
 def _takes_k(retriever: Any) -> bool:
     """Whether ``retriever.invoke(query, k=...)`` sets the number of results."""
+    while isinstance(retriever, RunnableBindingBase):  # with_retry/with_config pass kwargs on
+        retriever = retriever.bound
     if isinstance(retriever, VectorStoreRetriever):
         return True
     if not isinstance(retriever, BaseRetriever):
@@ -373,7 +394,10 @@ class LangChainHandler:
         # decides how many chunks are fetched rather than only how many are kept.
         return {"k": step.k} if _takes_k(self.retriever) else {}
 
-    def _chunks(self, step: LoadLongContext) -> list[Document]:
+    def _parent_chunks(self, step: LoadLongContext) -> list[Document]:
+        """The retrieved chunks whose parents are the long context (none when it is not)."""
+        if self.plan.documents is not None or not self.plan.use_parents:
+            return []
         return [p.source for p in step.passages if isinstance(p.source, Document)]
 
     def _loader(self) -> Runnable[list[Document], Any]:
@@ -453,23 +477,17 @@ class LangChainHandler:
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
         """A streamed model call; usage and model arrive on the last piece."""
         llm, config = self._model(step.stage)
-        pieces: list[Any] = []
+        pieces = _Pieces(self.names.get(step.stage))
         for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
-            pieces.append(piece)
-            text = message_text(piece)
-            if text:
-                yield GenerationChunk(text=text)
-        final = _generation(_merge(pieces), self.names.get(step.stage))
-        yield GenerationChunk(text="", usage=final.usage, model=final.model)
+            if chunk := pieces.add(piece):
+                yield chunk
+        yield pieces.last()
 
     def load_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
         """The fixed/per-call documents, or the parents of the retrieved chunks."""
-        fixed = self._fixed()
-        if fixed is not None or not self.plan.use_parents:
-            return fixed
-        chunks = self._chunks(step)
+        chunks = self._parent_chunks(step)
         if not chunks:
-            return None
+            return self._fixed()
         self._sync_loader_check()
         parents = self._loader().invoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
         return self._ordered(parents, chunks)
@@ -497,23 +515,17 @@ class LangChainHandler:
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
         """Async :meth:`stream` (``llm.astream``)."""
         llm, config = self._model(step.stage)
-        pieces: list[Any] = []
+        pieces = _Pieces(self.names.get(step.stage))
         async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
-            pieces.append(piece)
-            text = message_text(piece)
-            if text:
-                yield GenerationChunk(text=text)
-        final = _generation(_merge(pieces), self.names.get(step.stage))
-        yield GenerationChunk(text="", usage=final.usage, model=final.model)
+            if chunk := pieces.add(piece):
+                yield chunk
+        yield pieces.last()
 
     async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
         """Async :meth:`load_long_context` (a sync-only loader runs in a worker thread)."""
-        fixed = self._fixed()
-        if fixed is not None or not self.plan.use_parents:
-            return fixed
-        chunks = self._chunks(step)
+        chunks = self._parent_chunks(step)
         if not chunks:
-            return None
+            return self._fixed()
         loader = self._loader()
         parents = await loader.ainvoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
         return self._ordered(parents, chunks)

@@ -320,7 +320,7 @@ class SelfRouteQueryEngine(BaseQueryEngine):
         Docstore and vector store given explicitly are kept; filters always come from the new
         retriever.
         """
-        args = dict(self._init_args)
+        args = dict(self._init_args, llm=self._llm, long_context_llm=self._long_context_llm)
         return type(self)(
             retriever,
             config=self._config,

@@ -72,7 +72,8 @@ def node_to_passage(node: NodeWithScore, metadata_mode: MetadataMode) -> Passage
 class LlamaIndexHandler:
     """Runs the flow's steps with a LlamaIndex retriever and LLMs.
 
-    One handler serves one query (it remembers the retrieved nodes and the query bundle).
+    One handler serves one query (it keeps the caller's query bundle and, when streaming, the
+    nodes retrieved ahead of the flow).
 
     Args:
         retriever: Any LlamaIndex retriever.
@@ -104,7 +105,6 @@ class LlamaIndexHandler:
         self.metadata_mode = metadata_mode
         self.query_bundle = query_bundle
         self.llm_kwargs = dict(llm_kwargs or {})
-        self.nodes: list[NodeWithScore] = []
         self._prefetched: list[NodeWithScore] | None = None
         self._prefetch_error: Exception | None = None
 
@@ -160,7 +160,6 @@ class LlamaIndexHandler:
         return nodes
 
     def _passages(self, nodes: list[NodeWithScore]) -> list[Passage]:
-        self.nodes = nodes
         return [node_to_passage(n, self.metadata_mode) for n in nodes]
 
     def retrieve(self, step: Retrieve) -> Sequence[Passage]:

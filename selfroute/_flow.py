@@ -11,6 +11,9 @@ into the flow, which decides what to do (escalate or raise). Cancellation
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -70,10 +73,17 @@ class Retrieve:
     """Ask the handler for the top-``k`` chunks for ``question``.
 
     The handler returns a sequence of :class:`~selfroute.Passage` (best first).
+
+    Attributes:
+        question: The question.
+        k: How many chunks.
+        timeout_s: The drivers give up on the retriever after this many seconds (``None``: wait
+            as long as it takes); the flow then treats it as a retrieval failure.
     """
 
     question: str
     k: int
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,10 @@ class RouteConfig:
         budget: Optional :class:`~selfroute.LongContextBudget`.
         token_counter: Counter for pre-call counts; defaults to tiktoken ``o200k_base`` offline.
         max_question_tokens: Reject questions longer than this (``None``: no limit).
+        retrieval_timeout_s: Give up on the retriever after this many seconds and treat it as a
+            retrieval failure (escalate or raise per ``on_retrieval_error``). Guards against a
+            vector store that accepts connections but never answers (the ``chromadb`` HTTP client
+            has no timeout of its own). ``None`` (default): no limit.
     """
 
     k: int = 5
@@ -242,6 +256,7 @@ class RouteConfig:
     budget: LongContextBudget | None = None
     token_counter: TokenCounter | None = None
     max_question_tokens: int | None = None
+    retrieval_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
@@ -251,6 +266,13 @@ class RouteConfig:
         ):
             raise ConfigurationError(
                 f"long_context_window must be a positive integer or None, got {self.long_context_window!r}"
+            )
+        timeout = self.retrieval_timeout_s
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ConfigurationError(
+                f"retrieval_timeout_s must be a positive number or None, got {timeout!r}"
             )
         if not isinstance(self.answer_tokens, int) or self.answer_tokens < 0:
             raise ConfigurationError(f"answer_tokens must be >= 0, got {self.answer_tokens!r}")
@@ -443,7 +465,7 @@ def self_route_flow(
     retrieval_failed = False
     retrieved: Any = None
     try:
-        retrieved = yield Retrieve(q, cfg.k)
+        retrieved = yield Retrieve(q, cfg.k, cfg.retrieval_timeout_s)
     except _CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a RetrievalError raised by a store: same policy
@@ -692,6 +714,46 @@ def _timed(gen: Any, t0: float) -> Any:
     return replace(gen, latency_s=time.perf_counter() - t0) if isinstance(gen, Generation) else gen
 
 
+def _retrieval_timeout(step: Retrieve) -> TimeoutError:
+    return TimeoutError(f"the retriever did not answer within {step.timeout_s:g}s")
+
+
+def _retrieve(handler: StepHandler, step: Retrieve) -> Sequence[Passage]:
+    """``handler.retrieve(step)``, abandoned after ``step.timeout_s`` (the call keeps running in
+    a daemon thread; a hung socket cannot be interrupted from outside)."""
+    if step.timeout_s is None:
+        return handler.retrieve(step)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()  # callbacks and tracing see the caller's context
+
+    def run() -> None:
+        try:
+            box["value"] = context.run(handler.retrieve, step)
+        except BaseException as exc:  # handed over to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="selfroute-retrieve", daemon=True).start()
+    if not done.wait(step.timeout_s):
+        raise _retrieval_timeout(step)
+    if "error" in box:
+        raise box["error"]
+    result: Sequence[Passage] = box["value"]
+    return result
+
+
+async def _aretrieve(handler: AsyncStepHandler, step: Retrieve) -> Sequence[Passage]:
+    """``await handler.aretrieve(step)``, cancelled after ``step.timeout_s``."""
+    if step.timeout_s is None:
+        return await handler.aretrieve(step)
+    try:
+        return await asyncio.wait_for(handler.aretrieve(step), step.timeout_s)
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+        raise _retrieval_timeout(step) from None
+
+
 def _merge_usage(usage: Usage | None, chunk: GenerationChunk) -> Usage | None:
     if chunk.usage is None:
         return usage
@@ -721,7 +783,7 @@ def drive(
         t0 = time.perf_counter()
         try:
             if isinstance(step, Retrieve):
-                send = handler.retrieve(step)
+                send = _retrieve(handler, step)
             elif isinstance(step, LoadLongContext):
                 send = handler.load_long_context(step)
             elif isinstance(step, Generate):
@@ -765,7 +827,7 @@ async def adrive(
         t0 = time.perf_counter()
         try:
             if isinstance(step, Retrieve):
-                send = await handler.aretrieve(step)
+                send = await _aretrieve(handler, step)
             elif isinstance(step, LoadLongContext):
                 send = await handler.aload_long_context(step)
             elif isinstance(step, Generate):

@@ -83,9 +83,10 @@ class SentinelSniffer:
             self._open = True
         if not cleaned.startswith(self.emitted):
             return ""  # cleaning changed earlier text (rare); the final answer settles it
-        # Hold back trailing markup (a closing ``**`` or backtick may be stripped from the final
-        # answer); it is released with the next text, or settled by :meth:`remainder`.
-        shown = cleaned.rstrip(_TRAILING_MARKUP)
+        # Hold back trailing markup and white space (a closing ``**`` or backtick, or trailing
+        # newlines, are stripped from the final answer); they are released with the next text,
+        # or settled by :meth:`remainder`.
+        shown = cleaned.rstrip(_TRAILING_MARKUP + " \t\r\n")
         if len(shown) <= len(self.emitted):
             return ""
         out = shown[len(self.emitted) :]

@@ -60,11 +60,8 @@ class Verdict:
         return self.kind is VerdictKind.ANSWERED
 
 
-_THINK_BLOCK = re.compile(
-    r"<(think|thinking|reasoning|reflection)>.*?</\1>", re.IGNORECASE | re.DOTALL
-)
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning|reflection)>", re.IGNORECASE)
-_THINK_CLOSE_ONLY = re.compile(r"^.*?</(think|thinking|reasoning|reflection)>", re.I | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning|reflection)>", re.IGNORECASE)
 _LABEL = re.compile(
     r"^\s*(?:\*\*|__)?\s*(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:\*\*|__)?\s*[:：]"
     r"\s*(?:\*\*|__)?\s*",
@@ -82,15 +79,24 @@ def strip_reasoning(text: str) -> tuple[str, bool]:
         The text without reasoning blocks, and whether an unterminated block swallowed the rest
         (a reasoning trace cut off before any answer).
     """
-    out = _THINK_BLOCK.sub(" ", text)
+    parts: list[str] = []
+    pos = 0
+    while True:  # one pass: each block is searched for once, so long outputs stay linear
+        opening = _THINK_OPEN.search(text, pos)
+        if opening is None:
+            parts.append(text[pos:])
+            break
+        parts.append(text[pos : opening.start()])
+        close = re.compile(rf"</{opening.group(1)}>", re.IGNORECASE).search(text, opening.end())
+        if close is None:
+            return "".join(parts), True
+        parts.append(" ")
+        pos = close.end()
+    out = "".join(parts)
     # Some servers strip the opening tag and leave only "...</think> answer".
-    if re.search(r"</(think|thinking|reasoning|reflection)>", out, re.I) and not _THINK_OPEN.search(
-        out
-    ):
-        out = _THINK_CLOSE_ONLY.sub(" ", out, count=1)
-    m = _THINK_OPEN.search(out)
-    if m:
-        return out[: m.start()], True
+    stray = _THINK_CLOSE.search(out)
+    if stray is not None:
+        out = " " + out[stray.end() :]
     return out, False
 
 
@@ -123,7 +129,8 @@ def _norm(text: str) -> str:
 
 # -- sentences ---------------------------------------------------------------------------------
 # Sentence ends: terminal punctuation or a semicolon (plus closing quotes/brackets) followed by
-# white space, or a line break. A period after a title ("Mrs.") or a mid-text initial ("K.") does not end a sentence.
+# white space, or a line break. A period after a title ("Mrs.") or a mid-text initial ("K.") does
+# not end a sentence.
 _BREAK = re.compile(r"[.!?;]+[\"'”’)\]]*(?=\s)|\n")
 _ABBREVIATION = re.compile(
     r"(?:\b(?i:mr|mrs|ms|dr|st|jr|sr|prof|vs|etc|e\.g|i\.e|fig|sec|vol|no|al|inc|ltd|co|gen|col|"

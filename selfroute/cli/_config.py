@@ -137,16 +137,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("chroma_url", "--chroma-url", _text, None, "use a Chroma server (chromadb.HttpClient) instead of the embedded store", _STORE, metavar="URL", default_doc="embedded store"),
     Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat"), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
     Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat"), metavar="URL", default_doc="OpenAI"),
-    Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="300"),
+    Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
     Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",)),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
     Setting("progress", "--progress", _text, "auto", "progress bar on stderr: auto (only on a terminal), always, never", ("index",), choices=("auto", "always", "never")),
     Setting("retrieval", "--retrieval", _text, "hybrid", "hybrid (dense + BM25 fused by RRF), dense or bm25", _QUERY, choices=("hybrid", "dense", "bm25")),
     Setting("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N"),
     Setting("model", "--model", _text, "openai:gpt-4o-mini", "RAG-step model: openai:NAME, google:NAME, or NAME with --base-url", _QUERY, metavar="SPEC"),
-    Setting("lc_model", "--lc-model", _text, None, "long-context model (same forms as --model)", _QUERY, metavar="SPEC", default_doc="--model"),
+    Setting("lc_model", "--lc-model", _text, None, "long-context model (same forms as --model)", _QUERY, metavar="SPEC", default_doc="`--model`"),
     Setting("base_url", "--base-url", _text, None, "OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp server); no key needed", _QUERY, metavar="URL", default_doc="the provider's API"),
-    Setting("lc_base_url", "--lc-base-url", _text, None, "server for --lc-model", _QUERY, metavar="URL", default_doc="--base-url for a bare --lc-model NAME"),
+    Setting("lc_base_url", "--lc-base-url", _text, None, "server for --lc-model", _QUERY, metavar="URL", default_doc="`--base-url` for a bare `--lc-model NAME`"),
     Setting("temperature", "--temperature", _non_negative_float, 0.0, "sampling temperature of both models", _QUERY, metavar="T"),
     Setting("timeout", "--timeout", _positive_float, 120.0, "seconds per model call", _QUERY, metavar="S"),
     Setting("max_retries", "--max-retries", _non_negative_int, 2, "retries of a failed model call", _QUERY, metavar="N"),
@@ -301,7 +301,14 @@ def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for s in settings:
-        default = s.default_doc or ("none" if s.default is None else str(s.default).lower())
+        if s.default_doc:
+            default = s.default_doc
+        elif isinstance(s.default, bool):
+            default = f"`{str(s.default).lower()}`"
+        elif isinstance(s.default, float):
+            default = f"`{s.default:g}`"
+        else:
+            default = f"`{s.default}`"
         meaning = s.help.replace("|", "\\|")
         if s.choices:
             meaning += f" (`{'`, `'.join(s.choices)}`)"

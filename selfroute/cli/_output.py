@@ -85,7 +85,9 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
         ratio = result.token_ratio or 0.0
         source = result.long_context_tokens_source or "estimate"
         label = "reported by the provider" if source == "provider" else f"{source} count"
-        lines.append(f"always-LC   {lc:,} input tokens to send the whole document ({label})")
+        count = (result.context or {}).get("documents") or 1
+        what = "the whole document" if count == 1 else f"the {count} whole documents"
+        lines.append(f"always-LC   {lc:,} input tokens to send {what} ({label})")
         if spent < lc:
             lines.append(
                 f"ratio       {ratio:.1%} of always-LC input tokens; saved {lc - spent:,} "

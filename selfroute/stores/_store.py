@@ -77,8 +77,8 @@ _META_CHUNK_WORDS = "selfroute:chunk_words"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,480}[A-Za-z0-9])$")
 _PAGE = 2000
 _EMBED_BATCH = 64
-#: Test hook: seconds to sleep after each file's chunks are written and after each commit, with
-#: a marker line on stderr, so tests can kill ``index`` at a known point.
+#: Test hook: print a marker after each file's chunks are written and after each commit, and sleep
+#: (``SECONDS``) or stop there (``EVENT#N``), so tests can kill ``index`` at a known point.
 _SLOW_ENV = "SELFROUTE_TEST_SLOW_INDEX"
 
 ProgressFn = Callable[[str, Mapping[str, Any]], None]
@@ -221,14 +221,24 @@ def _with_files(meta: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]])
     return out
 
 
+_hook_counts: dict[str, int] = {}
+
+
 def _slow_hook(event: str, path: object) -> None:
-    delay = os.environ.get(_SLOW_ENV)
-    if not delay:
+    """Test hook (``SELFROUTE_TEST_SLOW_INDEX``): print a marker line on stderr at each write
+    event, then sleep ``SECONDS``; or, with ``EVENT#N``, stop at the N-th ``EVENT`` until killed."""
+    setting = os.environ.get(_SLOW_ENV)
+    if not setting:
         return
     import sys
 
+    _hook_counts[event] = _hook_counts.get(event, 0) + 1
     print(f"[selfroute-test] {event} {path}", file=sys.stderr, flush=True)
-    time.sleep(float(delay))
+    name, sep, count = setting.partition("#")
+    if not sep:
+        time.sleep(float(setting))
+    elif name == event and _hook_counts[event] == int(count):
+        time.sleep(600)
 
 
 @contextlib.contextmanager

@@ -61,18 +61,19 @@ def is_rag(prompt: str) -> bool:
 
 
 def reader(body: dict[str, Any]) -> Reply:
-    """The responder for ``ScriptedOpenAIServer``/``ScriptedGeminiServer``."""
+    """The responder for ``ScriptedOpenAIServer``/``ScriptedGeminiServer`` (it reports the model
+    name it was asked for, like a real provider)."""
     prompt = last_user_text(body)
     question = prompt.rsplit("Question:", 1)[-1]
     rag = is_rag(prompt)
     for fact in FACTS:
         if fact.key in question:
             if rag and fact.whole:
-                return Reply("unanswerable")
+                return Reply("unanswerable", model=None)
             if fact.evidence in prompt:
-                return Reply(fact.answer)
+                return Reply(fact.answer, model=None)
             break
-    return Reply("unanswerable" if rag else LC_NOT_FOUND)
+    return Reply("unanswerable" if rag else LC_NOT_FOUND, model=None)
 
 
 def copy_docs(target: Path) -> Path:

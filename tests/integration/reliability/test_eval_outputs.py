@@ -89,12 +89,16 @@ async def test_cancelled_eval_leaves_no_half_written_cache_entry(
 
 
 async def _failing_eval(server: ScriptedOpenAIServer, out: Path) -> Any:
-    server.responder = lambda body: Reply(
+    """An eval where every call about item q0 fails with an error body echoing the key."""
+    echo = Reply(
         f"Incorrect API key provided: {FAKE_KEY}. You can find your API key at ...", status=401
+    )
+    server.responder = lambda body: (
+        echo if "Question number 0:" in last_user_text(body) else "Mara Holt"
     )
     reader = eval_mod.ChatModelReader(chat_openai(server, api_key=FAKE_KEY))
     summary = await eval_mod.aevaluate(
-        items(2), reader=reader, cache=False, out=out, on_error="record"
+        items(4), reader=reader, cache=False, out=out, on_error="record", concurrency=1
     )
     assert any(r.error for r in summary.records)  # the failures were recorded
     return summary

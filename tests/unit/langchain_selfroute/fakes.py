@@ -22,10 +22,12 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from pydantic import Field, PrivateAttr
 
 import selfroute as sr
@@ -243,6 +245,41 @@ class ListRetriever(BaseRetriever):
         if self.fail is not None:
             raise self.fail
         return list(self.docs)
+
+
+class ToolCallingModel(BaseChatModel):
+    """Calls the first bound tool with ``question``, then answers with what the tool said."""
+
+    question: str = "When was Mara Holt born?"
+    tool_names: list[str] = Field(default_factory=list)
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-calling-fake"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
+        self.tool_names = [t.name if isinstance(t, BaseTool) else t["name"] for t in tools]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if results:
+            message = AIMessage(content=f"According to the documents: {results[-1].content}")
+        else:
+            message = AIMessage(
+                content="",
+                tool_calls=[
+                    {
+                        "name": self.tool_names[0],
+                        "args": {"question": self.question},
+                        "id": "call-1",
+                        "type": "tool_call",
+                    }
+                ],
+            )
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def scenario_docs(scenario: Scenario) -> list[Document]:

@@ -31,6 +31,16 @@ ANSWERED = BY_NAME["answered"]
 SENTINEL = BY_NAME["sentinel"]
 
 
+def declining_route(model: Any, **kwargs: Any) -> SelfRoute:
+    """A route over the birth-year scenario (its chunks do not answer) with a fixed document."""
+    return SelfRoute(
+        retriever=ListRetriever(docs=scenario_docs(SENTINEL)),
+        llm=model,
+        document=DOCUMENT,
+        **kwargs,
+    )
+
+
 def five_docs() -> list[Document]:
     return [
         Document(page_content=f"Passage {i} about the lighthouse.", metadata={"doc_id": "doc-1"})
@@ -103,12 +113,33 @@ def test_k_is_passed_to_a_vectorstore_retriever() -> None:
     assert len(configurable.with_config(configurable={"k": 7}).invoke("keeper").sources) == 7
 
 
+class KRetriever(ListRetriever):
+    """A custom retriever with a per-call ``k``."""
+
+    seen_k: list[int] = []
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: Any, k: int = 4
+    ) -> list[Document]:
+        self.seen_k.append(k)
+        return list(self.docs)[:k]
+
+
+def test_k_is_passed_to_a_retriever_that_takes_it() -> None:
+    retriever = KRetriever(docs=five_docs(), seen_k=[])
+    route = SelfRoute(retriever=retriever, llm=ScriptedChatModel(), document=DOCUMENT, k=3)
+    assert len(route.invoke("How long?").sources) == 3
+    assert retriever.seen_k == [3]
+    wrapped = SelfRoute(retriever=retriever.with_retry(), llm=ScriptedChatModel(), k=2)
+    assert len(wrapped.invoke("How long?").sources) == 2 and retriever.seen_k == [3, 2]
+    plain = ListRetriever(docs=five_docs())  # takes no k: gets none, results are cut to k
+    assert len(SelfRoute(retriever=plain, llm=ScriptedChatModel(), k=2).invoke("Q?").sources) == 2
+
+
 def test_configurable_models() -> None:
     cheap = ScriptedChatModel(rag_output="unanswerable", lc_output="cheap LC")
     strong = ScriptedChatModel(rag_output="unanswerable", lc_output="strong LC")
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=cheap, document=DOCUMENT
-    ).configurable_fields(
+    route = declining_route(cheap).configurable_fields(
         long_context_llm=ConfigurableFieldSingleOption(
             id="lc_model", options={"cheap": cheap, "strong": strong}, default="cheap"
         ),
@@ -136,9 +167,7 @@ class FlakyModel(ScriptedChatModel):
 
 def test_with_retry_on_long_context_error() -> None:
     model = FlakyModel(rag_output="unanswerable", failures=1)
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=model, document=DOCUMENT
-    )
+    route = declining_route(model)
     with pytest.raises(sr.LongContextError) as info:
         route.invoke("When was she born?")
     assert info.value.partial.rag_answer == "unanswerable"
@@ -152,9 +181,7 @@ def test_with_retry_on_long_context_error() -> None:
 
 def test_with_fallbacks() -> None:
     broken = FlakyModel(rag_output="unanswerable", failures=10)
-    primary = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=broken, document=DOCUMENT
-    )
+    primary = declining_route(broken)
     backup, _ = scenario_route(SENTINEL)
     chain = primary.with_fallbacks([backup], exceptions_to_handle=(sr.LongContextError,))
     assert chain.invoke(SENTINEL.question).answer == "In 1901."
@@ -173,12 +200,7 @@ def test_wrapped_models_work_and_keep_their_name() -> None:
 
 def test_sentinel_and_prompts_settings() -> None:
     model = ScriptedChatModel(rag_output="NOANSWER")
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)),
-        llm=model,
-        document=DOCUMENT,
-        sentinel="NOANSWER",
-    )
+    route = declining_route(model, sentinel="NOANSWER")
     out = route.invoke("When was she born?")
     assert out.route is Route.LONG_CONTEXT and out.reason is Reason.DECLINED
     assert 'write "NOANSWER"' in model.calls[0][2]
@@ -235,12 +257,7 @@ def test_prices_and_counterfactual_model_from_the_long_context_llm() -> None:
 
 def test_budget_refuses_the_long_context_call() -> None:
     model = ScriptedChatModel(rag_output="unanswerable")
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)),
-        llm=model,
-        document=DOCUMENT,
-        budget=sr.LongContextBudget(max_calls=0),
-    )
+    route = declining_route(model, budget=sr.LongContextBudget(max_calls=0))
     out = route.invoke("When?")
     assert out.reason is Reason.OVER_BUDGET and not model.stage_calls("long_context")
 
@@ -275,9 +292,7 @@ def test_usage_details_and_model_name_fallback() -> None:
 
 def test_missing_provider_usage_is_estimated_and_labelled() -> None:
     model = ScriptedChatModel(rag_output="unanswerable", report_usage=False)
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=model, document=DOCUMENT
-    )
+    route = declining_route(model)
     out = route.invoke("When?")
     assert [s.usage.source for s in out.steps] == ["tokenizer", "tokenizer"]
     assert out.usage.is_estimate and out.usage.input_tokens > 0
@@ -292,9 +307,7 @@ def test_llm_returning_plain_strings() -> None:
             else "In 1901."
         )
     )
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=as_text, document=DOCUMENT
-    )
+    route = declining_route(as_text)
     out = route.invoke("When?")
     assert out.answer == "In 1901." and out.steps[1].usage.is_estimate
     chunks = list(route.stream("When?"))
@@ -395,18 +408,11 @@ def test_bad_settings_raise_configuration_error(kwargs: dict[str, Any], match: s
 
 def test_rag_failure_escalates_or_raises() -> None:
     model = ScriptedChatModel(fail={"rag": TimeoutError("rag timed out")})
-    route = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)), llm=model, document=DOCUMENT
-    )
+    route = declining_route(model)
     out = route.invoke("When?")
     assert out.route is Route.LONG_CONTEXT and out.reason is Reason.RAG_ERROR
     assert out.error is not None and "rag timed out" in out.error
-    strict = SelfRoute(
-        retriever=ListRetriever(docs=scenario_docs(SENTINEL)),
-        llm=model,
-        document=DOCUMENT,
-        on_rag_error="raise",
-    )
+    strict = declining_route(model, on_rag_error="raise")
     with pytest.raises(sr.ModelOutputError, match="rag timed out"):
         strict.invoke("When?")
 

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
-from pydantic import Field
 
 import selfroute as sr
 from langchain_selfroute import TAG_LONG_CONTEXT, TAG_RAG, SelfRoute, create_selfroute_tool
 from tests.conformance.scenarios import BY_NAME
-from tests.unit.langchain_selfroute.fakes import ScriptedChatModel, scenario_route
+from tests.unit.langchain_selfroute.fakes import ScriptedChatModel, ToolCallingModel, scenario_route
 from tests.unit.langchain_selfroute.test_tracing import Collector
 
 SENTINEL = BY_NAME["sentinel"]
@@ -99,47 +93,6 @@ def test_tool_accepts_a_wrapped_selfroute_and_reports_errors() -> None:
         create_selfroute_tool(route | (lambda r: r.answer)).invoke({"question": "When?"})
 
 
-class ToolCallingModel(BaseChatModel):
-    """Calls the first bound tool with ``question``, then answers with what the tool said."""
-
-    question: str = "When was Mara Holt born?"
-    tool_names: list[str] = Field(default_factory=list)
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "tool-calling-fake"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
-        self.tool_names = [t.name if isinstance(t, BaseTool) else t["name"] for t in tools]
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.seen.append(list(messages))
-        results = [m for m in messages if isinstance(m, ToolMessage)]
-        if results:
-            message = AIMessage(content=f"According to the documents: {results[-1].content}")
-        else:
-            message = AIMessage(
-                content="",
-                tool_calls=[
-                    {
-                        "name": self.tool_names[0],
-                        "args": {"question": self.question},
-                        "id": "call-1",
-                        "type": "tool_call",
-                    }
-                ],
-            )
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
 def test_agent_uses_the_tool() -> None:
     tool, model = tool_for()
     agent_model = ToolCallingModel()
@@ -162,7 +115,9 @@ async def test_agent_uses_the_tool_async() -> None:
     assert model.modes() == {"async"}
 
 
-class TestSelfRouteToolUnit(ToolsUnitTests):
+class _SelfRouteTool:
+    """What LangChain's standard tool suites need: the tool and example arguments."""
+
     @property
     def tool_constructor(self) -> type[BaseTool] | BaseTool:
         return tool_for()[0]
@@ -172,13 +127,9 @@ class TestSelfRouteToolUnit(ToolsUnitTests):
         return {"question": SENTINEL.question}
 
 
-class TestSelfRouteToolStandardIntegration(ToolsIntegrationTests):
+class TestSelfRouteToolUnit(_SelfRouteTool, ToolsUnitTests):
+    """LangChain's standard tool unit suite."""
+
+
+class TestSelfRouteToolStandardIntegration(_SelfRouteTool, ToolsIntegrationTests):
     """The standard tool integration suite, run against fakes (no network)."""
-
-    @property
-    def tool_constructor(self) -> type[BaseTool] | BaseTool:
-        return tool_for()[0]
-
-    @property
-    def tool_invoke_params_example(self) -> dict[str, Any]:
-        return {"question": SENTINEL.question}

@@ -77,7 +77,7 @@ class ScriptedHandler:
             raise behaviour
         out = behaviour(step.prompt) if callable(behaviour) else behaviour
         if not isinstance(out, str):
-            return out  # type: ignore[return-value]  # a Generation, or junk on purpose
+            return out  # a Generation, or junk on purpose
         return sr.Generation(
             out, usage=RAG_USAGE if rag else LC_USAGE, model="fake-rag" if rag else "fake-lc"
         )

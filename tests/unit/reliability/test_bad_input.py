@@ -72,7 +72,7 @@ def test_empty_or_bytes_document_rejected_before_any_call(document: Any) -> None
 
 def test_non_utf8_bytes_document_error_says_decode() -> None:
     with pytest.raises(sr.InvalidInputError, match=r"got bytes; decode it first"):
-        sr.self_route("Who?", b"\xff\xfe\x00caf\xe9 \x80\x81", lambda p: "x")
+        sr.self_route("Who?", b"\xff\xfe\x00caf\xe9 \x80\x81", lambda p: "x")  # type: ignore[arg-type]
     with pytest.raises(sr.InvalidInputError, match="got bytes; decode it first"):
         sr.chunk_text(b"\xc3\x28 invalid utf-8")  # type: ignore[arg-type]
 
@@ -184,7 +184,7 @@ def test_parse_verdict_sentinel_always_declines(answer: str, decoration: str) ->
 
 
 _words = st.lists(
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12),
+    st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12),
     min_size=1,
     max_size=400,
 )

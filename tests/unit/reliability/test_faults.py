@@ -6,6 +6,7 @@ Each test name is cited in docs/reliability.md.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -173,3 +174,49 @@ def test_cancellation_is_never_swallowed() -> None:
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(arun(handler, "When was Mara Holt born?"))
     assert handler.model_calls == 1
+
+
+class SlowRetriever(ScriptedHandler):
+    """The retriever never answers in time (a store that accepts connections and hangs)."""
+
+    def __init__(self, hang_s: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hang_s = hang_s
+
+    def retrieve(self, step: sr.Retrieve) -> Any:
+        time.sleep(self.hang_s)
+        return super().retrieve(step)
+
+    async def aretrieve(self, step: sr.Retrieve) -> Any:
+        await asyncio.sleep(self.hang_s)
+        return super().retrieve(step)
+
+
+def test_retrieval_timeout_escalates(runner: Runner) -> None:
+    handler = SlowRetriever(3.0)
+    started = time.monotonic()
+    result = runner(handler, "When was Mara Holt born?", retrieval_timeout_s=0.2)
+    assert time.monotonic() - started < 2.5
+    assert (result.reason, result.answer) == (sr.Reason.RETRIEVAL_ERROR, "In 1901.")
+    assert "did not answer within 0.2s" in (result.error or "")
+    assert [s for s, _ in handler.prompts] == [sr.Stage.LONG_CONTEXT]
+
+
+def test_retrieval_timeout_without_document_is_a_retrieval_error(runner: Runner) -> None:
+    with pytest.raises(sr.RetrievalError, match=r"did not answer within 0\.2s"):
+        runner(SlowRetriever(3.0, document=None), "When?", retrieval_timeout_s=0.2)
+
+
+def test_retrieval_within_timeout_is_untouched(runner: Runner) -> None:
+    handler = ScriptedHandler()
+    result = runner(handler, "How long was it kept?", retrieval_timeout_s=5)
+    assert (result.reason, len(result.sources)) == (sr.Reason.ANSWERED, 2)
+    failing = ScriptedHandler(passages=OSError("refused"))
+    result = runner(failing, "How long was it kept?", retrieval_timeout_s=5)
+    assert result.error is not None and "refused" in result.error  # the real error, not a timeout
+
+
+@pytest.mark.parametrize("bad", [0, -1, "1", True, float("nan")])
+def test_retrieval_timeout_must_be_positive(bad: object) -> None:
+    with pytest.raises(sr.ConfigurationError, match="retrieval_timeout_s"):
+        sr.RouteConfig(retrieval_timeout_s=bad)  # type: ignore[arg-type]

@@ -157,14 +157,10 @@ class WordCounter:
         return len(text.split())
 
     def head(self, text: str, max_tokens: int) -> str:
-        spans = [m.end() for m in re.finditer(r"\S+", text)]
-        return (
-            text
-            if len(spans) <= max_tokens
-            else text[: spans[max_tokens - 1]]
-            if max_tokens
-            else ""
-        )
+        ends = [m.end() for m in re.finditer(r"\S+", text)]
+        if len(ends) <= max_tokens:
+            return text
+        return text[: ends[max_tokens - 1]] if max_tokens > 0 else ""
 
     def tail(self, text: str, max_tokens: int) -> str:
         starts = [m.start() for m in re.finditer(r"\S+", text)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ def test_chunks_partition_the_document_with_exact_offsets() -> None:
     assert "".join(c.text for c in chunks) == TEXT  # white space included, nothing lost
     assert [c.index for c in chunks] == list(range(len(chunks)))
     assert chunks[0].start == 0 and chunks[-1].end == len(TEXT)
-    for prev, nxt in zip(chunks, chunks[1:], strict=False):
+    for prev, nxt in itertools.pairwise(chunks):
         assert prev.end == nxt.start
     for c in chunks:
         assert TEXT[c.start : c.end] == c.text

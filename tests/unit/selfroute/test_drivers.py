@@ -72,7 +72,7 @@ def test_natural_refusal_streamed_in_pieces_is_held_back() -> None:
     )
     events = _events(script)
     assert _text(events, sr.Stage.RAG) == ""
-    assert [e for e in events if isinstance(e, sr.RouteEvent)][0].retracted is False
+    assert next(e for e in events if isinstance(e, sr.RouteEvent)).retracted is False
     assert _result(events).reason is sr.Reason.REFUSED
 
 
@@ -140,7 +140,7 @@ def _comparable(events: list[sr.FlowEvent]) -> list[Any]:
     return out
 
 
-SCRIPTS = {
+SCRIPTS: dict[str, dict[str, Any]] = {
     "answered": {"rag": "She was born in 1901.", "rag_chunks": ["She was", " born in 1901."]},
     "sentinel": {"rag": "unanswerable", "rag_chunks": ["un", "answerable"]},
     "late_refusal": {

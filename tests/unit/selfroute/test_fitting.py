@@ -10,7 +10,6 @@ import selfroute as sr
 from selfroute._fitting import GAP_MARKER
 from tests.unit.selfroute._scripted import WordCounter
 
-
 WORDS = WordCounter()
 
 

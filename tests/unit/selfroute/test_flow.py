@@ -115,6 +115,7 @@ def test_answered_result_carries_usage_sources_and_counterfactual() -> None:
     prompt = sr.Prompts().long_context_prompt("Who kept the lamp?", Scripted().document or "")
     assert result.long_context_tokens == pytest.approx(counter.count(prompt), abs=2)
     assert result.long_context_tokens_source == counter.source
+    assert result.long_context_tokens is not None
     assert result.token_ratio == pytest.approx(120 / result.long_context_tokens)
     assert result.context is not None and result.context["strategy"] == "none"
 

@@ -48,7 +48,12 @@ def test_encoding_not_on_disk_falls_back_without_downloading(
     import tiktoken.load
 
     fetched: list[Any] = []
-    monkeypatch.setattr(tiktoken.load, "read_file", lambda blob: fetched.append(blob) or b"")
+
+    def fake_read_file(blob: str) -> bytes:
+        fetched.append(blob)
+        return b""
+
+    monkeypatch.setattr(tiktoken.load, "read_file", fake_read_file)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
     counter = sr.default_token_counter("r50k_base")
     assert fetched == []  # never reached for the network
@@ -67,9 +72,7 @@ def test_without_tiktoken_the_heuristic_is_labelled(
         retrieve=lambda q, k: [sr.Passage("Mara kept the lamp.")],
         generate=lambda prompt: "Mara.",
     )
-    result = sr.run_flow(
-        sr.self_route_flow("Who?", sr.RouteConfig(token_counter=counter)), handler
-    )
+    result = sr.run_flow(sr.self_route_flow("Who?", sr.RouteConfig(token_counter=counter)), handler)
     assert result.steps[0].usage.source == "heuristic" and result.steps[0].usage.is_estimate
 
 
