@@ -40,6 +40,7 @@ __all__ = [
     "FakeLlamaLLM",
     "document_and_questions",
     "loopback_openai",
+    "loopback_openai_process",
     "reply_for",
     "stream_pieces",
 ]
@@ -213,3 +214,49 @@ def loopback_openai(*, latency_s: float = 0.0, token_delay_s: float = 0.0) -> It
             yield server
     finally:
         handler.disable_nagle_algorithm = previous
+
+
+@contextlib.contextmanager
+def loopback_openai_process(*, latency_s: float) -> Iterator[Any]:
+    """The same scripted server (every reply :data:`ANSWER`, Nagle off) in a child process.
+
+    For throughput measurements: in-process, the server's request threads would compete for the
+    GIL with the event loop being measured. Yields an object with ``base_url``.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import types
+
+    from benchmarks._common import REPO_ROOT
+
+    code = (
+        "from tests.support import _loopback\n"
+        "_loopback._Handler.disable_nagle_algorithm = True\n"
+        "from tests.support.openai_server import main\n"
+        "raise SystemExit(main())\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="selfroute-bench-") as tmp:
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps({"rules": [], "default": ANSWER}), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        args = ["--latency", str(latency_s), "--script", str(script)]
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=REPO_ROOT,
+            env=env,
+        )
+        try:
+            assert proc.stdout is not None
+            base_url = proc.stdout.readline().strip()
+            if not base_url.startswith("http://127.0.0.1"):
+                raise RuntimeError(f"the loopback server did not start (got {base_url!r})")
+            yield types.SimpleNamespace(base_url=base_url)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)

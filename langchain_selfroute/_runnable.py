@@ -172,6 +172,9 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         budget: Optional :class:`selfroute.LongContextBudget`.
         token_counter: Pre-call token counter (default: tiktoken ``o200k_base``, offline).
         max_question_tokens: Reject longer questions.
+        retrieval_timeout_s: Give up on a retriever that does not answer within this many
+            seconds and treat it as a retrieval failure (escalate or raise per
+            ``on_retrieval_error``).
 
     Example:
         >>> route = SelfRoute(retriever=retriever, llm=ChatOpenAI(model="gpt-4o-mini"))  # doctest: +SKIP
@@ -205,6 +208,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     budget: InstanceOf[LongContextBudget] | None = None
     token_counter: Any = None
     max_question_tokens: int | None = None
+    retrieval_timeout_s: float | None = None
 
     _route_config: RouteConfig = PrivateAttr()
     _documents: tuple[Document, ...] | None = PrivateAttr(default=None)
@@ -250,6 +254,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             budget=self.budget,
             token_counter=self.token_counter,
             max_question_tokens=self.max_question_tokens,
+            retrieval_timeout_s=self.retrieval_timeout_s,
         )
 
     def _check_sources(self) -> None:

@@ -714,9 +714,9 @@ def _could_be_source_negation(norm: str) -> bool:
             if not fits([needed or ""]):
                 return False
             state = "done"
-        else:
+        else:  # "<source> does not ...": a decline is under way
             return True
-    return state in ("start", "modifiers", "source", "verb", "done")
+    return True  # every word so far fits the shape
 
 
 #: Lead-ins after which a decline may still follow ("Based on the passage, there is no ...").

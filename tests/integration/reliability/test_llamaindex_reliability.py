@@ -84,6 +84,30 @@ def test_tenant_isolation_per_tenant_retriever(openai_server: ScriptedOpenAIServ
     assert leaked(openai_server) == []
 
 
+def test_tenant_isolation_parents_rebuilt_from_chroma(openai_server: ScriptedOpenAIServer) -> None:
+    """No docstore: the parents are rebuilt from the Chroma chunks, under the same filter."""
+    openai_server.responder = always_decline
+    docs = [
+        Document(text=text, id_=did, metadata={"tenant": tenant})
+        for tenant, items in TENANT_DOCS.items()
+        for did, text in items
+    ]
+    built = lis.build_index(docs, embed_model=lis.HashingEmbedding())
+    index = VectorStoreIndex.from_vector_store(
+        built.vector_store, embed_model=lis.HashingEmbedding()
+    )
+    eng = lis.SelfRouteQueryEngine.from_index(
+        index,
+        llm=llamaindex_openai(openai_server),
+        filters=MetadataFilters(filters=[ExactMatchFilter(key="tenant", value="acme")]),
+    )
+    for q in QUESTIONS:
+        assert lis.get_route_result(eng.query(q)).route is sr.Route.LONG_CONTEXT
+    assert openai_server.calls == 2 * len(QUESTIONS)
+    assert leaked(openai_server) == []
+    assert leaked(openai_server, (ACME_MARK,))
+
+
 def test_tenant_isolation_control_without_filter_leaks(
     openai_server: ScriptedOpenAIServer,
 ) -> None:

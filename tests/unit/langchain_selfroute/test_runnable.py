@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from operator import itemgetter
 from typing import Any
@@ -196,6 +197,35 @@ def test_wrapped_models_work_and_keep_their_name() -> None:
     )
     assert route.config.long_context_model == "configured-name"
     assert route.invoke("When?").answer == "In 1901."
+
+
+def test_every_core_setting_is_a_selfroute_field() -> None:
+    names = {f.name for f in dataclasses.fields(sr.RouteConfig)}
+    assert names <= set(SelfRoute.model_fields), names - set(SelfRoute.model_fields)
+    counter = sr.HeuristicCounter()
+    budget = sr.LongContextBudget(max_calls=3)
+    prices = sr.PriceTable({"m": (1.0, 2.0)})
+    settings: dict[str, Any] = {
+        "k": 3,
+        "strict": True,
+        "long_context_window": 5000,
+        "answer_tokens": 99,
+        "overflow": "truncate_middle",
+        "chunk_words": 120,
+        "on_rag_error": "raise",
+        "on_retrieval_error": "raise",
+        "counterfactual": False,
+        "prices": prices,
+        "long_context_model": "m",
+        "budget": budget,
+        "token_counter": counter,
+        "max_question_tokens": 50,
+        "retrieval_timeout_s": 2.5,
+    }
+    route = SelfRoute(retriever=ListRetriever(), llm=ScriptedChatModel(), **settings)
+    for name, value in settings.items():
+        got = getattr(route.config, name)
+        assert got == value or getattr(got, "value", None) == value, name
 
 
 def test_sentinel_and_prompts_settings() -> None:
@@ -425,6 +455,26 @@ def test_retrieval_failure() -> None:
     without_lc = SelfRoute(retriever=broken, llm=ScriptedChatModel())
     with pytest.raises(sr.RetrievalError):
         without_lc.invoke("When?")
+
+
+def test_retrieval_timeout_escalates() -> None:
+    slow = ListRetriever(docs=five_docs(), delay_s=0.5)
+    route = SelfRoute(
+        retriever=slow, llm=ScriptedChatModel(), document=DOCUMENT, retrieval_timeout_s=0.05
+    )
+    out = route.invoke("When?")
+    assert out.reason is Reason.RETRIEVAL_ERROR and "did not answer within" in (out.error or "")
+    with pytest.raises(sr.ConfigurationError, match="retrieval_timeout_s"):
+        SelfRoute(retriever=slow, llm=ScriptedChatModel(), retrieval_timeout_s=0)
+
+
+async def test_retrieval_timeout_escalates_async() -> None:
+    slow = ListRetriever(docs=five_docs(), delay_s=0.5)
+    route = SelfRoute(
+        retriever=slow, llm=ScriptedChatModel(), document=DOCUMENT, retrieval_timeout_s=0.05
+    )
+    out = await route.ainvoke("When?")
+    assert out.reason is Reason.RETRIEVAL_ERROR and out.answer == "In 1901."
 
 
 def test_decline_without_any_long_context_raises_with_partial() -> None:
