@@ -176,11 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(args.func(args) or 0)
         except KeyboardInterrupt:
-            print(
-                "\nselfroute: interrupted (the store stays consistent; run the same command "
-                "again to finish)",
-                file=sys.stderr,
+            note = (
+                " (the store stays consistent; run the same command again to finish)"
+                if args.command == "index"
+                else ""
             )
+            print(f"\nselfroute: interrupted{note}", file=sys.stderr)
             return 130
         except BrokenPipeError:  # `selfroute ask ... | head`
             return 0

@@ -160,7 +160,8 @@ def _unavailable(choice: EmbeddingChoice, exc: BaseException) -> EmbeddingUnavai
     if choice.kind == "default":
         return EmbeddingUnavailableError(
             "Chroma's default embedding model (all-MiniLM-L6-v2) could not be loaded or "
-            f"downloaded ({detail}); on a machine without internet use --embedding offline",
+            f"downloaded ({detail}); on a machine without internet index with --embedding "
+            "offline, or ask a store indexed with it using --retrieval bm25",
             embedding=choice.spec,
         )
     return EmbeddingUnavailableError(

@@ -112,3 +112,18 @@ def test_default_embedding_offline_names_the_offline_option(tmp_path: Path) -> N
     message = str(info.value)
     assert "all-MiniLM-L6-v2" in message and "--embedding offline" in message
     assert not DocumentStore(tmp_path / "store").exists()  # nothing half-created
+
+
+@pytest.mark.usefixtures("offline_default")
+def test_the_command_prints_one_line_naming_the_offline_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from selfroute.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.md").write_text("# A\n\nsome text\n", encoding="utf-8")
+    assert main(["index", "a.md"]) == 1  # `default` is the default embedding
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("selfroute: error: Chroma's default embedding model")
+    assert "--embedding offline" in err
