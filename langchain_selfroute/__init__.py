@@ -13,6 +13,13 @@ Example:
 
 from __future__ import annotations
 
+from selfroute._errors import MissingDependencyError as _MissingDependencyError
+
+try:  # the framework is an optional extra: name it when it is missing
+    import langchain_core as _framework  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    raise _MissingDependencyError("langchain-core", "langchain") from _exc
+
 from langchain_selfroute._chroma import ChromaParentLoader, chunk_documents, index_documents
 from langchain_selfroute._embeddings import HashingEmbeddings
 from langchain_selfroute._handlers import (
@@ -30,6 +37,7 @@ from langchain_selfroute._runnable import (
     SelfRouteInput,
     SelfRouteInputDict,
 )
+from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
 from langchain_selfroute._tool import (
     DEFAULT_TOOL_DESCRIPTION,
     SelfRouteToolInput,
@@ -52,6 +60,7 @@ __all__ = [
     "SelfRouteInput",
     "SelfRouteInputDict",
     "SelfRouteOutput",
+    "SelfRouteStoreRetriever",
     "SelfRouteToolInput",
     "chunk_documents",
     "create_selfroute_tool",

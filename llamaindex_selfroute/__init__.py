@@ -13,6 +13,13 @@ Example:
 
 from __future__ import annotations
 
+from selfroute._errors import MissingDependencyError as _MissingDependencyError
+
+try:  # the framework is an optional extra: name it when it is missing
+    import llama_index.core as _framework  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    raise _MissingDependencyError("llama-index-core", "llamaindex") from _exc
+
 from llamaindex_selfroute._embeddings import HashingEmbedding
 from llamaindex_selfroute._engine import (
     RESULT_KEY,
@@ -35,6 +42,7 @@ from llamaindex_selfroute._parents import (
     ParentDocuments,
 )
 from llamaindex_selfroute._store import build_index, load_index
+from llamaindex_selfroute._store_retriever import SelfRouteStoreRetriever
 from llamaindex_selfroute._tool import SelfRouteTool, create_selfroute_tool
 from llamaindex_selfroute._usage import model_from_response, usage_from_response
 
@@ -52,6 +60,7 @@ __all__ = [
     "SelfRouteRouteEvent",
     "SelfRouteStepEndEvent",
     "SelfRouteStepStartEvent",
+    "SelfRouteStoreRetriever",
     "SelfRouteTool",
     "WordChunkNodeParser",
     "build_index",
