@@ -284,8 +284,6 @@ def test_hung_store_llamaindex_engine_escalates(hung: Store) -> None:
 def test_hung_store_langchain_selfroute_escalates(hung: Store) -> None:
     """Sync only: LangChain runs a sync retriever's async path in the default executor, whose
     shutdown would wait for the abandoned call."""
-    if "retrieval_timeout_s" not in lcs.SelfRoute.model_fields:
-        pytest.xfail("SelfRoute does not expose RouteConfig.retrieval_timeout_s yet")
     route = lcs.SelfRoute.from_vectorstore(
         hung.routes["with_doc"].retriever.vectorstore,
         llm=chat_openai(hung.model),
