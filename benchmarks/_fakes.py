@@ -193,27 +193,19 @@ def chunks_of(text: str) -> Sequence[sr.Chunk]:
 def loopback_openai(*, latency_s: float = 0.0, token_delay_s: float = 0.0) -> Iterator[Any]:
     """The test suite's scripted OpenAI server answering with :func:`reply_for`.
 
-    The server's handler writes the headers and the body as separate small segments; with Nagle's
-    algorithm on, the client's delayed ACK then stalls every response by ~40 ms on Linux (measured:
-    44 ms per request at ``latency_s=0``, 1.5 ms without Nagle). That would swamp the 50 ms
-    latency the benchmarks model, so Nagle is disabled for the server's lifetime (restored after).
+    The server disables Nagle's algorithm (otherwise the client's delayed ACK would stall every
+    response by ~40 ms on Linux and swamp the 50 ms latency the benchmarks model).
     """
     from tests.support import _loopback
     from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
-    handler = _loopback._Handler
-    previous = handler.disable_nagle_algorithm
-    handler.disable_nagle_algorithm = True
-    try:
-        server = ScriptedOpenAIServer(
-            lambda body: Reply(reply_for(_loopback.prompt_text(body))),
-            latency_s=latency_s,
-            token_delay_s=token_delay_s,
-        )
-        with server:
-            yield server
-    finally:
-        handler.disable_nagle_algorithm = previous
+    server = ScriptedOpenAIServer(
+        lambda body: Reply(reply_for(_loopback.prompt_text(body))),
+        latency_s=latency_s,
+        token_delay_s=token_delay_s,
+    )
+    with server:
+        yield server
 
 
 @contextlib.contextmanager
@@ -234,7 +226,6 @@ def loopback_openai_process(*, latency_s: float) -> Iterator[Any]:
 
     code = (
         "from tests.support import _loopback\n"
-        "_loopback._Handler.disable_nagle_algorithm = True\n"
         "from tests.support.openai_server import main\n"
         "raise SystemExit(main())\n"
     )

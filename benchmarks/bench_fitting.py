@@ -33,6 +33,7 @@ from typing import Any
 
 import selfroute as sr
 from benchmarks._common import BenchContext, BenchResult, Row, fmt_pct, markdown_table
+from selfroute._text import STOP_WORDS
 
 __all__ = ["Evidence", "locate_evidence", "run"]
 
@@ -43,60 +44,7 @@ SPAN = 3
 
 _WORD = re.compile(r"[0-9a-z]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+|\n\s*\n")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "by",
-        "with",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "did",
-        "do",
-        "does",
-        "that",
-        "this",
-        "it",
-        "as",
-        "at",
-        "from",
-        "its",
-        "their",
-        "his",
-        "her",
-        "they",
-        "he",
-        "she",
-        "we",
-        "you",
-        "i",
-        "not",
-        "no",
-        "paper",
-        "according",
-    ]
-)
+_STOP = STOP_WORDS | {"paper", "according"}
 
 
 def _terms(text: str) -> set[str]:

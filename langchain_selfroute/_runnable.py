@@ -182,7 +182,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         >>> out.answer, out.route, out.token_ratio  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     retriever: Runnable[Any, Any] | None = None
     llm: Runnable[Any, Any]

@@ -12,7 +12,6 @@ Strategies when the documents do not fit the window (minus the prompt and the an
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from enum import Enum
 
 from selfroute._chunking import DEFAULT_CHUNK_WORDS, Chunk, chunk_text
 from selfroute._errors import ConfigurationError, ContextOverflowError, InvalidInputError
+from selfroute._text import terms
 from selfroute._tokens import TokenCounter, default_token_counter
 
 __all__ = ["ContextDocument", "FittedContext", "OverflowStrategy", "fit_context"]
@@ -90,62 +90,9 @@ class FittedContext:
 
 DOCUMENT_SEPARATOR = "\n\n"
 GAP_MARKER = "\n[...]\n"
-_TOKEN = re.compile(r"[0-9a-z]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "by",
-        "with",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "did",
-        "do",
-        "does",
-        "that",
-        "this",
-        "it",
-        "as",
-        "at",
-        "from",
-        "its",
-        "their",
-        "his",
-        "her",
-        "they",
-        "he",
-        "she",
-        "we",
-        "you",
-        "i",
-        "not",
-        "no",
-    ]
-)
 
 
-def _terms(text: str) -> list[str]:
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+_terms = terms
 
 
 def _as_documents(documents: Sequence[ContextDocument | str]) -> list[ContextDocument]:

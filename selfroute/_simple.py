@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -24,64 +23,14 @@ from selfroute._flow import (
     self_route_flow,
 )
 from selfroute._result import Passage, RouteResult, Stage
+from selfroute._text import terms
 
 __all__ = ["FunctionHandler", "LexicalIndex", "aself_route", "self_route"]
-
-_TOKEN = re.compile(r"[0-9a-z]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "by",
-        "with",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "did",
-        "do",
-        "does",
-        "that",
-        "this",
-        "it",
-        "as",
-        "at",
-        "from",
-        "its",
-        "their",
-        "his",
-        "her",
-        "they",
-        "he",
-        "she",
-        "we",
-        "you",
-        "i",
-    ]
-)
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased alphanumeric terms without common English stop words."""
-    return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
+    return terms(text)
 
 
 class LexicalIndex:
@@ -115,12 +64,12 @@ class LexicalIndex:
 
     def scores(self, query: str) -> list[float]:
         """BM25 score of every chunk for ``query``."""
-        terms = tokenize(query)
+        query_terms = tokenize(query)
         out = []
         for tf, length in zip(self._tfs, self._lens, strict=False):
             s = 0.0
             norm = self.k1 * (1 - self.b + self.b * length / (self._avg or 1))
-            for t in terms:
+            for t in query_terms:
                 f = tf.get(t)
                 if f:
                     s += self._idf[t] * f * (self.k1 + 1) / (f + norm)

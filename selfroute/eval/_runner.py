@@ -35,6 +35,7 @@ from selfroute._flow import (
     validate_question,
 )
 from selfroute._prompts import Prompts
+from selfroute._redact import redact
 from selfroute._result import Passage, PriceTable, Stage
 from selfroute._simple import LexicalIndex
 from selfroute._tokens import TokenCounter
@@ -340,7 +341,7 @@ async def _guarded(
         if session.on_error == "raise":
             raise
         record.prediction = None
-        record.error = f"{type(exc).__name__}: {exc}"
+        record.error = redact(f"{type(exc).__name__}: {exc}")
         partial = getattr(exc, "partial", None)
         if partial is not None:
             record.route = partial.route.value

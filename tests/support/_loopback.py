@@ -198,6 +198,8 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # send small header and body writes at once (no Nagle + delayed-ACK 40 ms stall per reply)
+    disable_nagle_algorithm = True
     server: _Server
     # idle keep-alive connections give up after this long (the server also closes them on stop)
     timeout = 60

@@ -116,11 +116,6 @@ async def test_key_echoed_by_provider_never_reaches_logs(
     assert "401" in caplog.text and FAKE_KEY not in caplog.text
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="selfroute.eval records a failed run's error as f'{type(exc).__name__}: {exc}' "
-    "without selfroute.redact (selfroute/eval/_runner.py, _guarded)",
-)
 async def test_key_echoed_by_provider_never_reaches_eval_outputs(
     openai_server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
