@@ -22,6 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, InstanceOf
 
+from langchain_selfroute._output import passage_document
 from selfroute import ConfigurationError, Passage
 from selfroute.stores import DEFAULT_COLLECTION, DEFAULT_STORE, HybridRetriever
 
@@ -29,13 +30,10 @@ __all__ = ["SelfRouteStoreRetriever"]
 
 
 def _document(passage: Passage) -> Document:
-    metadata = dict(passage.metadata)
-    if passage.doc_id is not None:
-        metadata["doc_id"] = passage.doc_id
-    if passage.score is not None:
-        metadata["score"] = passage.score
-    chunk_id = metadata.get("chunk_id") or (str(passage.source) if passage.source else None)
-    return Document(page_content=passage.text, metadata=metadata, id=chunk_id)
+    """:func:`passage_document`, with the store's chunk id as the ``Document`` id."""
+    doc = passage_document(passage)
+    doc.id = passage.metadata.get("chunk_id") or (str(passage.source) if passage.source else None)
+    return doc
 
 
 class SelfRouteStoreRetriever(BaseRetriever):

@@ -16,6 +16,7 @@ from typing import Any
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import (
+    MetadataMode,
     NodeRelationship,
     NodeWithScore,
     QueryBundle,
@@ -23,7 +24,8 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from selfroute import ContextDocument, Passage
+from llamaindex_selfroute._handlers import node_to_passage
+from selfroute import ConfigurationError, ContextDocument, Passage
 from selfroute.stores import DEFAULT_COLLECTION, DEFAULT_STORE, HybridRetriever
 
 __all__ = ["SelfRouteStoreRetriever"]
@@ -50,14 +52,6 @@ def _node(passage: Passage) -> NodeWithScore:
     return NodeWithScore(node=node, score=passage.score)
 
 
-def _passage(item: NodeWithScore) -> Passage:
-    return Passage(
-        text=item.node.get_content(),
-        doc_id=item.node.ref_doc_id or item.node.metadata.get("doc_id"),
-        metadata=dict(item.node.metadata),
-    )
-
-
 class SelfRouteStoreRetriever(BaseRetriever):
     """Top-k chunks from a selfroute store: dense (Chroma) and BM25 fused by reciprocal rank.
 
@@ -80,8 +74,6 @@ class SelfRouteStoreRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not isinstance(retriever, HybridRetriever):
-            from selfroute import ConfigurationError
-
             raise ConfigurationError(
                 f"retriever must be a selfroute.stores.HybridRetriever, got {type(retriever).__name__}"
             )
@@ -117,7 +109,7 @@ class SelfRouteStoreRetriever(BaseRetriever):
     def long_context(self, question: str, nodes: Sequence[NodeWithScore]) -> list[ContextDocument]:
         """The full documents of ``nodes``, most relevant first (a ``long_context`` function for
         ``SelfRouteQueryEngine``)."""
-        return self.retriever.long_context([_passage(n) for n in nodes])
+        return self.retriever.long_context([node_to_passage(n, MetadataMode.NONE) for n in nodes])
 
     async def along_context(
         self, question: str, nodes: Sequence[NodeWithScore]

@@ -92,9 +92,6 @@ DOCUMENT_SEPARATOR = "\n\n"
 GAP_MARKER = "\n[...]\n"
 
 
-_terms = terms
-
-
 def _as_documents(documents: Sequence[ContextDocument | str]) -> list[ContextDocument]:
     if isinstance(documents, (str, ContextDocument)):
         documents = [documents]  # one document, not a sequence of characters
@@ -124,11 +121,11 @@ def _rank_chunks(chunks: list[Chunk], question: str, retrieved: Sequence[str]) -
             if r and (r in norm or norm in r or (len(r) > 40 and r[:40] in norm)):
                 first_hit[i] = rank
                 break
-    q = _terms(question)
+    q = terms(question)
     df: Counter[str] = Counter()
     tfs: list[Counter[str]] = []
     for c in chunks:
-        tf = Counter(_terms(c.text))
+        tf = Counter(terms(c.text))
         tfs.append(tf)
         df.update(set(tf))
     n = len(chunks)

@@ -339,6 +339,36 @@ def _to_passages(items: Any) -> tuple[Passage, ...]:
     return tuple(out)
 
 
+def fit_long_context(
+    question: str,
+    docs: Sequence[ContextDocument | str],
+    config: RouteConfig,
+    retrieved: Sequence[str] = (),
+) -> tuple[FittedContext, str, int]:
+    """Fit ``docs`` into the long-context window and build the long-context prompt.
+
+    Returns:
+        The fitted context, the prompt, and the prompt's token count (template overhead plus the
+        fitted context).
+    """
+    counter = config.counter
+    prompts = config.prompts
+    overhead = counter.count(prompts.long_context_prompt(question, ""))
+    window = config.long_context_window
+    available = None if window is None else window - overhead - config.answer_tokens
+    fitted = fit_context(
+        docs,
+        question=question,
+        available_tokens=available,
+        strategy=config.overflow,
+        retrieved=retrieved,
+        counter=counter,
+        chunk_words=config.chunk_words,
+        window_tokens=window,
+    )
+    return fitted, prompts.long_context_prompt(question, fitted.text), overhead + fitted.tokens
+
+
 def _record(
     stage: Stage, gen: Generation, prompt: str, counter: TokenCounter, prompt_tokens: int | None
 ) -> StepRecord:
@@ -400,24 +430,7 @@ def self_route_flow(
     reason: Reason
 
     def fit(docs: Sequence[ContextDocument | str]) -> tuple[FittedContext, str, int]:
-        overhead = counter.count(prompts.long_context_prompt(q, ""))
-        available = (
-            None
-            if cfg.long_context_window is None
-            else cfg.long_context_window - overhead - cfg.answer_tokens
-        )
-        fitted = fit_context(
-            docs,
-            question=q,
-            available_tokens=available,
-            strategy=cfg.overflow,
-            retrieved=[p.text for p in passages],
-            counter=counter,
-            chunk_words=cfg.chunk_words,
-            window_tokens=cfg.long_context_window,
-        )
-        prompt = prompts.long_context_prompt(q, fitted.text)
-        return fitted, prompt, overhead + fitted.tokens
+        return fit_long_context(q, docs, cfg, [p.text for p in passages])
 
     def finish(
         answer: str | None,

@@ -28,11 +28,6 @@ from selfroute._text import terms
 __all__ = ["FunctionHandler", "LexicalIndex", "aself_route", "self_route"]
 
 
-def tokenize(text: str) -> list[str]:
-    """Lower-cased alphanumeric terms without common English stop words."""
-    return terms(text)
-
-
 class LexicalIndex:
     """An in-memory Okapi BM25 index over chunks (pure Python, no dependencies).
 
@@ -46,7 +41,7 @@ class LexicalIndex:
         self.chunks = list(chunks)
         self.k1 = k1
         self.b = b
-        self._tfs = [Counter(tokenize(c.text)) for c in self.chunks]
+        self._tfs = [Counter(terms(c.text)) for c in self.chunks]
         self._lens = [sum(tf.values()) for tf in self._tfs]
         self._avg = (sum(self._lens) / len(self._lens)) if self._lens else 0.0
         df: Counter[str] = Counter()
@@ -64,7 +59,7 @@ class LexicalIndex:
 
     def scores(self, query: str) -> list[float]:
         """BM25 score of every chunk for ``query``."""
-        query_terms = tokenize(query)
+        query_terms = terms(query)
         out = []
         for tf, length in zip(self._tfs, self._lens, strict=False):
             s = 0.0

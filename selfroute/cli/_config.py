@@ -53,40 +53,26 @@ def _bool(text: Any) -> bool:
     raise ValueError(f"expected true or false, got {text!r}")
 
 
-def _positive_int(text: Any) -> int:
-    if isinstance(text, bool):
-        raise ValueError(f"expected a positive integer, got {text!r}")
-    value = int(text)
-    if value < 1:
-        raise ValueError(f"expected a positive integer, got {text!r}")
-    return value
+def _number(
+    cast: Callable[[Any], float], what: str, rejects: Callable[[float], bool]
+) -> Callable[[Any], Any]:
+    """A parser: ``cast(text)`` unless ``text`` is a bool or ``rejects`` the value."""
+
+    def parse(text: Any) -> Any:
+        if isinstance(text, bool):
+            raise ValueError(f"expected {what}, got {text!r}")
+        value = cast(text)
+        if rejects(value):
+            raise ValueError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: Any) -> float:
-    if isinstance(text, bool):
-        raise ValueError(f"expected a positive number, got {text!r}")
-    value = float(text)
-    if value <= 0:
-        raise ValueError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _non_negative_float(text: Any) -> float:
-    if isinstance(text, bool):
-        raise ValueError(f"expected a number >= 0, got {text!r}")
-    value = float(text)
-    if value < 0:
-        raise ValueError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: Any) -> int:
-    if isinstance(text, bool):
-        raise ValueError(f"expected an integer >= 0, got {text!r}")
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"expected an integer >= 0, got {text!r}")
-    return value
+_positive_int = _number(int, "a positive integer", lambda v: v < 1)
+_positive_float = _number(float, "a positive number", lambda v: v <= 0)
+_non_negative_float = _number(float, "a number >= 0", lambda v: v < 0)
+_non_negative_int = _number(int, "an integer >= 0", lambda v: v < 0)
 
 
 def _text(text: Any) -> str:

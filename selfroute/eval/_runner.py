@@ -21,7 +21,7 @@ from typing import Any
 
 from selfroute._chunking import chunk_text
 from selfroute._errors import ConfigurationError, ModelOutputError
-from selfroute._fitting import ContextDocument, fit_context
+from selfroute._fitting import ContextDocument
 from selfroute._flow import (
     Generate,
     Generation,
@@ -31,6 +31,7 @@ from selfroute._flow import (
     RouteConfig,
     arun_flow,
     clean_answer,
+    fit_long_context,
     self_route_flow,
     validate_question,
 )
@@ -128,22 +129,10 @@ def lc_prompt(
     item: EvalItem, question: str, config: RouteConfig, retrieved: Sequence[str] = ()
 ) -> tuple[str, str]:
     """The long-context prompt and its context for ``item``, fitted as the flow fits it."""
-    counter = config.counter
-    prompts = config.prompts
-    overhead = counter.count(prompts.long_context_prompt(question, ""))
-    window = config.long_context_window
-    available = None if window is None else window - overhead - config.answer_tokens
-    fitted = fit_context(
-        [ContextDocument(item.document, item.doc_id)],
-        question=question,
-        available_tokens=available,
-        strategy=config.overflow,
-        retrieved=retrieved,
-        counter=counter,
-        chunk_words=config.chunk_words,
-        window_tokens=window,
+    fitted, prompt, _ = fit_long_context(
+        question, [ContextDocument(item.document, item.doc_id)], config, retrieved
     )
-    return prompts.long_context_prompt(question, fitted.text), fitted.text
+    return prompt, fitted.text
 
 
 def rag_only_prompt(
