@@ -6,11 +6,10 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from selfroute._errors import ConfigurationError, MissingDependencyError, ModelOutputError
+from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute._flow import Generation
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._result import Stage
@@ -194,33 +193,6 @@ def _model_identity(model: Any) -> str:
     )
 
 
-def _usage_from_message(message: Any) -> Usage | None:
-    meta = getattr(message, "usage_metadata", None)
-    if not meta:
-        return None
-    details = meta.get("input_token_details") or {}
-    cached = details.get("cache_read")
-    return Usage.of(
-        meta.get("input_tokens", 0),
-        meta.get("output_tokens", 0),
-        total_tokens=meta.get("total_tokens"),
-        cached_input_tokens=int(cached) if cached is not None else None,
-        source="provider",
-    )
-
-
-def _message_text(message: Any) -> str:
-    text = getattr(message, "text", None)
-    if isinstance(text, str):  # langchain-core >= 1.0: a str (still callable, deprecated)
-        return str(text)
-    if callable(text):  # langchain-core < 1.0 made it a method
-        text = text()
-    if isinstance(text, str):
-        return text
-    content = getattr(message, "content", "")
-    return content if isinstance(content, str) else str(content)
-
-
 class ChatModelReader:
     """Any LangChain chat model as a reader; usage is what the provider reports.
 
@@ -259,17 +231,14 @@ class ChatModelReader:
         return self._identity
 
     async def agenerate(self, request: ModelRequest) -> Generation:
-        try:
-            from langchain_core.messages import HumanMessage
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise MissingDependencyError("langchain-core", "langchain") from exc
+        # Frameworks are reached only through the adapter, which owns LangChain's usage parsing.
+        # (importing the adapter first turns a missing langchain-core into a named-extra error)
+        from langchain_selfroute._handlers import message_model, message_text, message_usage
+        from langchain_core.messages import HumanMessage  # noqa: I001
+
         message = await self.model.ainvoke([HumanMessage(content=request.prompt)])
-        meta: Mapping[str, Any] = getattr(message, "response_metadata", None) or {}
-        text = _message_text(message)
-        if not isinstance(text, str):  # pragma: no cover - defensive
-            raise ModelOutputError(f"model returned {type(text).__name__} instead of text")
-        model = meta.get("model_name") or meta.get("model") or self.model_name
-        return Generation(text=text, usage=_usage_from_message(message), model=str(model))
+        model = message_model(message) or self.model_name
+        return Generation(text=message_text(message), usage=message_usage(message), model=model)
 
 
 def chat_model_from_spec(
