@@ -232,9 +232,12 @@ class ChatModelReader:
 
     async def agenerate(self, request: ModelRequest) -> Generation:
         # Frameworks are reached only through the adapter, which owns LangChain's usage parsing.
-        # (importing the adapter first turns a missing langchain-core into a named-extra error)
+        try:
+            from langchain_core.messages import HumanMessage
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise MissingDependencyError("langchain-core", "langchain") from exc
+
         from langchain_selfroute._handlers import message_model, message_text, message_usage
-        from langchain_core.messages import HumanMessage  # noqa: I001
 
         message = await self.model.ainvoke([HumanMessage(content=request.prompt)])
         model = message_model(message) or self.model_name
