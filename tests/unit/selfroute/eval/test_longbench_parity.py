@@ -28,11 +28,8 @@ OFFICIAL = json.loads((FIXTURES / "longbench_qasper_official.json").read_text("u
 def _shared_predictions() -> Path | None:
     root = Path(__file__).resolve().parents[4]
     candidates = [
-        Path(os.environ["SELFROUTE_SHARED_DATA"])
-        if "SELFROUTE_SHARED_DATA" in os.environ
-        else None,
+        Path(os.environ["SELFROUTE_DATA"]) if "SELFROUTE_DATA" in os.environ else None,
         root.parent / "shared" / "data",
-        Path("/work/shared/data"),
     ]
     for c in candidates:
         if c is not None and (c / "refusals" / "longbench_qasper_predictions.jsonl").is_file():
