@@ -41,8 +41,11 @@ from selfroute._flow import (
     Retrieve,
     RouteConfig,
     RouteEvent,
+    Settle,
+    Speculate,
     Step,
     StepHandler,
+    StructuredRequest,
     TokenEvent,
     adrive,
     arun_flow,
@@ -52,14 +55,26 @@ from selfroute._flow import (
     self_route_flow,
     validate_question,
 )
+from selfroute._grounding import (
+    Citation,
+    Grounding,
+    GroundingSource,
+    check_grounding,
+    locate_quote,
+    split_quotes,
+)
+from selfroute._preroute import DEFAULT_GLOBAL_PATTERNS, PreRoute, is_global_question
 from selfroute._prompts import (
     DEFAULT_LONG_CONTEXT_PROMPT,
     DEFAULT_RAG_PROMPT,
     DEFAULT_SENTINEL,
+    DEFAULT_STRUCTURED_RAG_PROMPT,
+    GROUNDING_PREFIX,
     Prompts,
 )
 from selfroute._redact import RedactingFilter, redact, register_secret
 from selfroute._result import (
+    Abstention,
     Passage,
     PriceTable,
     Reason,
@@ -71,6 +86,13 @@ from selfroute._result import (
 )
 from selfroute._simple import FunctionHandler, LexicalIndex, aself_route, self_route
 from selfroute._streaming import SentinelSniffer
+from selfroute._structured import (
+    VerdictMode,
+    load_structured,
+    parse_structured_verdict,
+    structured_unsupported,
+    verdict_schema,
+)
 from selfroute._tokens import HeuristicCounter, TiktokenCounter, TokenCounter, default_token_counter
 from selfroute._usage import Usage
 from selfroute._verdict import Verdict, VerdictKind, could_start_decline, parse_verdict
@@ -79,12 +101,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_CHUNK_WORDS",
+    "DEFAULT_GLOBAL_PATTERNS",
     "DEFAULT_LONG_CONTEXT_PROMPT",
     "DEFAULT_RAG_PROMPT",
     "DEFAULT_SENTINEL",
+    "DEFAULT_STRUCTURED_RAG_PROMPT",
+    "GROUNDING_PREFIX",
+    "Abstention",
     "AsyncStepHandler",
     "BudgetDecision",
     "Chunk",
+    "Citation",
     "ConfigurationError",
     "ContextDocument",
     "ContextOverflowError",
@@ -94,6 +121,8 @@ __all__ = [
     "Generate",
     "Generation",
     "GenerationChunk",
+    "Grounding",
+    "GroundingSource",
     "HashingEmbedding",
     "HeuristicCounter",
     "InvalidInputError",
@@ -106,6 +135,7 @@ __all__ = [
     "OnError",
     "OverflowStrategy",
     "Passage",
+    "PreRoute",
     "PriceTable",
     "Prompts",
     "Reason",
@@ -120,20 +150,25 @@ __all__ = [
     "RouteStats",
     "SelfRouteError",
     "SentinelSniffer",
+    "Settle",
+    "Speculate",
     "Stage",
     "Step",
     "StepHandler",
     "StepRecord",
+    "StructuredRequest",
     "TiktokenCounter",
     "TokenCounter",
     "TokenEvent",
     "Usage",
     "Verdict",
     "VerdictKind",
+    "VerdictMode",
     "__version__",
     "adrive",
     "arun_flow",
     "aself_route",
+    "check_grounding",
     "chroma_embedding_function",
     "chunk_text",
     "clean_answer",
@@ -142,6 +177,10 @@ __all__ = [
     "document_id",
     "drive",
     "fit_context",
+    "is_global_question",
+    "load_structured",
+    "locate_quote",
+    "parse_structured_verdict",
     "parse_verdict",
     "rebuild_document",
     "redact",
@@ -149,5 +188,8 @@ __all__ = [
     "run_flow",
     "self_route",
     "self_route_flow",
+    "split_quotes",
+    "structured_unsupported",
     "validate_question",
+    "verdict_schema",
 ]

@@ -12,6 +12,8 @@ __all__ = [
     "DEFAULT_LONG_CONTEXT_PROMPT",
     "DEFAULT_RAG_PROMPT",
     "DEFAULT_SENTINEL",
+    "DEFAULT_STRUCTURED_RAG_PROMPT",
+    "GROUNDING_PREFIX",
     "Prompts",
 ]
 
@@ -29,12 +31,42 @@ DEFAULT_RAG_PROMPT = (
     "Answer:"
 )
 
-#: The long-context prompt: the whole document. Placeholders: ``{context}``, ``{question}``.
+#: The long-context prompt: the whole document, placed *before* the question so that provider
+#: prefix caching applies across questions on the same document. It allows declining: a document
+#: that does not hold the answer should get the sentinel, not an invented answer.
+#: Placeholders: ``{context}``, ``{question}``, ``{sentinel}``.
 DEFAULT_LONG_CONTEXT_PROMPT = (
-    "Answer the question based only on the provided passage. Keep the answer short.\n\n"
-    "Passage:\n{context}\n\n"
+    "Answer the question based only on the provided document. If the document does not contain "
+    'the information needed to answer the question, write "{sentinel}" and nothing else. Keep '
+    "the answer short.\n\n"
+    "Document:\n{context}\n\n"
     "Question: {question}\n"
     "Answer:"
+)
+
+#: The RAG prompt used with structured output (``verdict="structured"``): the model fills a
+#: ``{answerable, answer}`` object instead of writing the sentinel.
+DEFAULT_STRUCTURED_RAG_PROMPT = (
+    "Answer the question based only on the provided passage. The passage is a set of excerpts "
+    "retrieved from a longer document. Set answerable to true and give a short answer only if "
+    "the passage contains the information needed; otherwise set answerable to false and leave "
+    "the answer empty.\n\n"
+    "Passage:\n{context}\n\n"
+    "Question: {question}"
+)
+
+#: Put before the prompts in grounded mode (text output): the model quotes its support. (Before,
+#: not after, so the template's closing "Answer:" cue stays last and the prefix stays cacheable.)
+GROUNDING_PREFIX = (
+    "After your answer, copy word for word the sentence or sentences of the given text that "
+    'support it, each on its own line starting with "Quote:". Write no quote when you '
+    "decline.\n\n"
+)
+
+#: The instruction for the ``quotes`` field in grounded mode (structured output).
+STRUCTURED_QUOTES_INSTRUCTION = (
+    "\n\nIn quotes, copy word for word the sentence or sentences of the passage that support "
+    "the answer."
 )
 
 _ALLOWED = {"context", "question", "sentinel"}
@@ -74,19 +106,24 @@ class Prompts:
     Args:
         rag: Template for the RAG step; must contain ``{context}`` and ``{question}`` and should
             tell the model to write ``{sentinel}`` when the passage does not answer.
-        long_context: Template for the long-context step.
+        long_context: Template for the long-context step. Keep ``{context}`` before
+            ``{question}`` so provider prefix caching can reuse the document across questions.
+        structured_rag: Template for the RAG step when the verdict comes as structured output
+            (``{answerable, answer}``); no sentinel needed.
         sentinel: The decline word. Verdict parsing looks for it.
         passage_separator: Text placed between retrieved passages.
     """
 
     rag: str = DEFAULT_RAG_PROMPT
     long_context: str = DEFAULT_LONG_CONTEXT_PROMPT
+    structured_rag: str = DEFAULT_STRUCTURED_RAG_PROMPT
     sentinel: str = DEFAULT_SENTINEL
     passage_separator: str = "\n\n"
 
     def __post_init__(self) -> None:
         _check(self.rag, "rag prompt")
         _check(self.long_context, "long-context prompt")
+        _check(self.structured_rag, "structured rag prompt")
         if not isinstance(self.sentinel, str) or not self.sentinel.strip():
             raise ConfigurationError("sentinel must be a non-empty string")
         if "{sentinel}" not in self.rag and self.sentinel.lower() not in self.rag.lower():
@@ -99,12 +136,35 @@ class Prompts:
         """Join retrieved passage texts in rank order."""
         return self.passage_separator.join(p.strip() for p in passages)
 
-    def rag_prompt(self, question: str, passages: Sequence[str]) -> str:
-        """Render the RAG-and-route prompt for ``question`` over ``passages``."""
-        return self.rag.format(
+    @property
+    def cache_friendly(self) -> bool:
+        """Whether the long-context template puts the document before the question (so the
+        prompt prefix up to the end of the document is the same for every question)."""
+        return self.long_context.index("{context}") < self.long_context.index("{question}")
+
+    def rag_prompt(self, question: str, passages: Sequence[str], *, grounded: bool = False) -> str:
+        """Render the RAG-and-route prompt for ``question`` over ``passages``.
+
+        Args:
+            question: The question.
+            passages: Retrieved passage texts in rank order.
+            grounded: Append the instruction to quote the supporting sentences.
+        """
+        text = self.rag.format(
             context=self.format_passages(passages), question=question, sentinel=self.sentinel
         )
+        return GROUNDING_PREFIX + text if grounded else text
 
-    def long_context_prompt(self, question: str, context: str) -> str:
+    def structured_rag_prompt(
+        self, question: str, passages: Sequence[str], *, grounded: bool = False
+    ) -> str:
+        """Render the structured-output RAG prompt for ``question`` over ``passages``."""
+        text = self.structured_rag.format(
+            context=self.format_passages(passages), question=question, sentinel=self.sentinel
+        )
+        return text + STRUCTURED_QUOTES_INSTRUCTION if grounded else text
+
+    def long_context_prompt(self, question: str, context: str, *, grounded: bool = False) -> str:
         """Render the long-context prompt for ``question`` over the whole ``context``."""
-        return self.long_context.format(context=context, question=question, sentinel=self.sentinel)
+        text = self.long_context.format(context=context, question=question, sentinel=self.sentinel)
+        return GROUNDING_PREFIX + text if grounded else text

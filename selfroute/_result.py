@@ -9,9 +9,11 @@ from enum import Enum
 from typing import Any
 
 from selfroute._errors import ConfigurationError
+from selfroute._grounding import Citation
 from selfroute._usage import Usage
 
 __all__ = [
+    "Abstention",
     "Passage",
     "PriceTable",
     "Reason",
@@ -56,6 +58,24 @@ class Reason(str, Enum):
     """The retriever failed; escalated to long context."""
     OVER_BUDGET = "over_budget"
     """The RAG step declined but the long-context budget was exhausted; no LC call was made."""
+    UNGROUNDED = "ungrounded"
+    """Grounded mode: the RAG answer's quotes were not found in the chunks; escalated."""
+    GLOBAL_QUESTION = "global_question"
+    """Pre-routing: a question about the whole document; the RAG step was skipped."""
+    WEAK_RETRIEVAL = "weak_retrieval"
+    """Pre-routing: the best chunk scored under the threshold; the RAG step was skipped."""
+
+
+class Abstention(str, Enum):
+    """Why the final answer is a decline ("not found in the documents")."""
+
+    DECLINED = "declined"
+    """The last model call said the answer is not in what it was given."""
+    UNGROUNDED = "ungrounded"
+    """Grounded mode: the long-context answer's quotes were not found in the document; its text
+    is kept in ``unverified_answer``."""
+    OVER_BUDGET = "over_budget"
+    """The RAG step declined and the long-context budget allowed no long-context call."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +119,14 @@ class StepRecord:
         prompt_tokens_estimate: Prompt size counted locally before the call.
         error: ``repr`` of the exception if the call failed.
         output: The raw text the model wrote.
+        verdict: What the call's output was (:class:`~selfroute.VerdictKind` value:
+            ``answered``, ``sentinel``, ``refusal``, ``empty``, ``garbled``), or ``None``.
+        k: For RAG steps, how many chunks the model was shown (a k-ladder has one step per rung).
+        structured: Whether the verdict came as structured output (``{answerable, answer}``).
+        grounded: Grounded mode: whether the answer's quotes were all found (``None`` when not
+            checked).
+        wasted: The call's result was not used (a speculative long-context call cancelled
+            because the RAG step answered); its usage is still counted.
     """
 
     stage: Stage
@@ -108,6 +136,11 @@ class StepRecord:
     prompt_tokens_estimate: int | None = None
     error: str | None = None
     output: str | None = None
+    verdict: str | None = None
+    k: int | None = None
+    structured: bool = False
+    grounded: bool | None = None
+    wasted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -118,6 +151,11 @@ class StepRecord:
             "latency_s": self.latency_s,
             "prompt_tokens_estimate": self.prompt_tokens_estimate,
             "error": self.error,
+            "verdict": self.verdict,
+            "k": self.k,
+            "structured": self.structured,
+            "grounded": self.grounded,
+            "wasted": self.wasted,
         }
 
 
@@ -203,6 +241,14 @@ class RouteResult:
         long_context_cost: Money the always-LC counterfactual would have cost.
         latency_s: Wall time of the whole call.
         error: What went wrong on the way, when a fault was absorbed (RAG or retrieval error).
+        abstention: Why the final answer is a decline, or ``None`` when it answers (see
+            :attr:`abstained`).
+        citations: Grounded mode: where the final answer's quotes were found (passage index or
+            character offsets in the long context).
+        verified: Grounded mode: whether the final answer's quotes were all found in what the
+            model was given; ``None`` when grounding was not checked.
+        unverified_answer: Grounded mode: the long-context answer that was withheld because its
+            quotes were not found (kept for inspection).
     """
 
     question: str
@@ -219,6 +265,52 @@ class RouteResult:
     long_context_cost: float | None = None
     latency_s: float = 0.0
     error: str | None = None
+    abstention: Abstention | None = None
+    citations: tuple[Citation, ...] = ()
+    verified: bool | None = None
+    unverified_answer: str | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """True when the final answer declines: the answer is not in the documents (as far as
+        the model, the grounding check or the budget could tell)."""
+        return self.abstention is not None
+
+    def _verdict(self, stage: Stage) -> str | None:
+        for s in reversed(self.steps):
+            if s.stage is stage and s.verdict is not None and not s.wasted:
+                return s.verdict
+        return None
+
+    @property
+    def rag_verdict(self) -> str | None:
+        """The RAG step's verdict (the last rung's), or ``None`` if it did not run."""
+        return self._verdict(Stage.RAG)
+
+    @property
+    def long_context_verdict(self) -> str | None:
+        """The long-context step's verdict, or ``None`` if it did not run."""
+        return self._verdict(Stage.LONG_CONTEXT)
+
+    @property
+    def disputed(self) -> bool:
+        """True when the answer came from long context after the RAG step had declined, and
+        nothing verified it (grounded mode off): the chunks said "not there", the whole document
+        said otherwise. Show such answers with care; grounded mode settles them."""
+        return (
+            self.route is Route.LONG_CONTEXT
+            and not self.abstained
+            and self.reason in (Reason.DECLINED, Reason.REFUSED, Reason.UNGROUNDED)
+            and self.verified is not True
+        )
+
+    @property
+    def k_used(self) -> int | None:
+        """Chunks shown to the last RAG rung, or ``None`` if the RAG step did not run."""
+        for s in reversed(self.steps):
+            if s.stage is Stage.RAG and s.k is not None:
+                return s.k
+        return None
 
     @property
     def usage(self) -> Usage:
@@ -277,6 +369,15 @@ class RouteResult:
             "long_context_cost": self.long_context_cost,
             "latency_s": self.latency_s,
             "error": self.error,
+            "abstained": self.abstained,
+            "abstention": self.abstention.value if self.abstention is not None else None,
+            "rag_verdict": self.rag_verdict,
+            "long_context_verdict": self.long_context_verdict,
+            "disputed": self.disputed,
+            "verified": self.verified,
+            "citations": [c.to_dict() for c in self.citations],
+            "unverified_answer": self.unverified_answer,
+            "k_used": self.k_used,
         }
 
 
@@ -293,6 +394,9 @@ class RouteStats:
         self._lock = threading.Lock()
         self.calls = 0
         self.rag_answered = 0
+        self.abstained = 0
+        self.disputed = 0
+        self.wasted_usage = Usage.zero()
         self.reasons: dict[str, int] = {}
         self.usage = Usage.zero()
         self.long_context_tokens = 0
@@ -309,6 +413,13 @@ class RouteStats:
             self.calls += 1
             if result.answered_from_chunks:
                 self.rag_answered += 1
+            if result.abstained:
+                self.abstained += 1
+            if result.disputed:
+                self.disputed += 1
+            for step in result.steps:
+                if step.wasted:
+                    self.wasted_usage = self.wasted_usage + step.usage
             self.reasons[result.reason.value] = self.reasons.get(result.reason.value, 0) + 1
             self.usage = self.usage + result.usage
             if result.long_context_tokens:
@@ -341,6 +452,10 @@ class RouteStats:
                 "answerable_ratio": self.answerable_ratio,
                 "reasons": dict(self.reasons),
                 "usage": self.usage.to_dict(),
+                "cached_input_tokens": self.usage.cached_input_tokens or 0,
+                "abstained": self.abstained,
+                "disputed": self.disputed,
+                "wasted_usage": self.wasted_usage.to_dict(),
                 "long_context_tokens": self.long_context_tokens,
                 "token_ratio": self.token_ratio,
                 "cost": self.cost,

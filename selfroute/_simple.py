@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from selfroute._chunking import DEFAULT_CHUNK_WORDS, Chunk, chunk_text
@@ -23,6 +24,7 @@ from selfroute._flow import (
     self_route_flow,
 )
 from selfroute._result import Passage, RouteResult, Stage
+from selfroute._structured import load_structured, structured_unsupported
 from selfroute._text import terms
 
 __all__ = ["FunctionHandler", "LexicalIndex", "aself_route", "self_route"]
@@ -100,6 +102,19 @@ def _as_generation(value: Any) -> Generation:
     )
 
 
+def _as_structured(value: Any) -> Generation:
+    if isinstance(value, Generation):
+        return value
+    if isinstance(value, Mapping):
+        return Generation(text=json.dumps(dict(value)), structured=dict(value))
+    if isinstance(value, str):  # JSON text
+        return Generation(text=value, structured=load_structured(value))
+    raise ConfigurationError(
+        "a generate_structured function must return a dict, JSON text or selfroute.Generation, "
+        f"got {type(value).__name__}"
+    )
+
+
 class FunctionHandler:
     """A step handler from plain functions (sync or async).
 
@@ -109,6 +124,9 @@ class FunctionHandler:
         long_context_generate: Same for the LC step; defaults to ``generate``.
         long_context: The long context (a string, ``ContextDocument`` list) or a function
             ``long_context(question, passages) -> documents | None``.
+        generate_structured: Optional ``generate_structured(prompt, schema) -> dict |
+            Generation`` for structured verdicts (``verdict="structured"`` or ``"auto"``); a
+            ``Generation`` must carry the object in ``structured``.
     """
 
     def __init__(
@@ -118,8 +136,10 @@ class FunctionHandler:
         generate: GenerateFn,
         long_context_generate: GenerateFn | None = None,
         long_context: Any = None,
+        generate_structured: Callable[[str, Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self._retrieve = retrieve
+        self._structured = generate_structured
         self._gen = {Stage.RAG: generate, Stage.LONG_CONTEXT: long_context_generate or generate}
         self._lc = long_context
 
@@ -136,7 +156,20 @@ class FunctionHandler:
     def retrieve(self, step: Retrieve) -> Sequence[Passage]:
         return list(self._retrieve(step.question, step.k))
 
+    def _structured_call(self, step: Generate) -> Any:
+        """The structured call's (possibly awaitable) value, or ``None`` to send the plain prompt."""
+        request = step.structured
+        if request is None:
+            return None
+        if self._structured is None:
+            structured_unsupported(request.required, "no generate_structured function was given")
+            return None
+        return self._structured(request.prompt, request.schema)
+
     def generate(self, step: Generate) -> Generation:
+        value = self._structured_call(step)
+        if value is not None:
+            return _as_structured(value)
         return _as_generation(self._gen[step.stage](step.prompt))
 
     def stream(self, step: Generate) -> Iterable[GenerationChunk]:
@@ -154,6 +187,9 @@ class FunctionHandler:
         return list(await self._await(self._retrieve(step.question, step.k)))
 
     async def agenerate(self, step: Generate) -> Generation:
+        value = self._structured_call(step)
+        if value is not None:
+            return _as_structured(await self._await(value))
         return _as_generation(await self._await(self._gen[step.stage](step.prompt)))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:

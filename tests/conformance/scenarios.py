@@ -51,6 +51,13 @@ class Scenario:
     reason: sr.Reason = sr.Reason.ANSWERED
     answer: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    """Routing options, passed under the same names to ``RouteConfig``, ``SelfRoute`` and
+    ``SelfRouteQueryEngine``."""
+    abstention: sr.Abstention | None = None
+    verified: bool | None = None
+    stages: tuple[sr.Stage, ...] | None = None
+    """The model calls expected (default: RAG, then LC when routed there)."""
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -123,7 +130,149 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
 )
 
-BY_NAME = {s.name: s for s in SCENARIOS}
+_RAG, _LC = sr.Stage.RAG, sr.Stage.LONG_CONTEXT
+_QUOTE_31 = 'Quote: "Mara Holt, kept the lamp at Grey Point for thirty-one years."'
+_QUOTE_BORN = 'Quote: "She was born in Dunmore in 1901"'
+
+#: Scenarios of the policies beyond the paper (abstention, grounded mode, k-ladder, pre-routing,
+#: structured verdicts). Same contract: identical results in the core and both adapters.
+POLICY_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "lc_declines",
+        "What was Mara Holt's favourite song?",
+        "unanswerable",
+        lc_output="unanswerable",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="unanswerable",
+        abstention=sr.Abstention.DECLINED,
+    ),
+    Scenario(
+        "lc_refuses_in_words",
+        "What was Mara Holt's favourite song?",
+        "The passage does not say.",
+        lc_output="The document does not mention her favourite song.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.REFUSED,
+        answer="The document does not mention her favourite song.",
+        abstention=sr.Abstention.DECLINED,
+    ),
+    Scenario(
+        "grounded_rag_answer",
+        "How long did Mara Holt keep the lamp?",
+        f"Thirty-one years.\n{_QUOTE_31}",
+        answer="Thirty-one years.",
+        settings={"grounded": True},
+        verified=True,
+    ),
+    Scenario(
+        "grounded_rag_fabricated_quote",
+        "How long did Mara Holt keep the lamp?",
+        'Forty years.\nQuote: "Mara Holt kept the lamp for forty years."',
+        lc_output=f"Thirty-one years.\n{_QUOTE_31}",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.UNGROUNDED,
+        answer="Thirty-one years.",
+        settings={"grounded": True},
+        verified=True,
+    ),
+    Scenario(
+        "grounded_lc_answer",
+        "When was Mara Holt born?",
+        "unanswerable",
+        lc_output=f"In 1901.\n{_QUOTE_BORN}",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="In 1901.",
+        settings={"grounded": True},
+        verified=True,
+    ),
+    Scenario(
+        "grounded_lc_fabricates",
+        "What was Mara Holt's favourite song?",
+        "unanswerable",
+        lc_output='"Shenandoah".\nQuote: "Mara Holt sang Shenandoah every night on the steps."',
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="unanswerable",
+        settings={"grounded": True},
+        abstention=sr.Abstention.UNGROUNDED,
+        verified=False,
+    ),
+    Scenario(
+        "grounded_lc_declines",
+        "What was Mara Holt's favourite song?",
+        "unanswerable",
+        lc_output="unanswerable",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="unanswerable",
+        settings={"grounded": True},
+        abstention=sr.Abstention.DECLINED,
+    ),
+    Scenario(
+        "k_ladder_climbs",
+        "When was Mara Holt born?",
+        "unanswerable",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="In 1901.",
+        settings={"k": 1, "k_ladder": (2,)},
+        stages=(_RAG, _RAG, _LC),
+    ),
+    Scenario(
+        "k_ladder_nothing_more",
+        "When was Mara Holt born?",
+        "unanswerable",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="In 1901.",
+        settings={"k": 2, "k_ladder": (5, 10)},
+        stages=(_RAG, _LC),
+    ),
+    Scenario(
+        "pre_route_global_question",
+        "Summarize the whole document.",
+        "should not be called",
+        lc_output="A keeper's life at Grey Point.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.GLOBAL_QUESTION,
+        answer="A keeper's life at Grey Point.",
+        settings={"pre_route": sr.PreRoute()},
+        stages=(_LC,),
+    ),
+    Scenario(
+        "pre_route_specific_question",
+        "How long did Mara Holt keep the lamp?",
+        "Thirty-one years.",
+        answer="Thirty-one years.",
+        settings={"pre_route": sr.PreRoute()},
+    ),
+    Scenario(
+        "verdict_auto_without_structured_output",
+        "When was Mara Holt born?",
+        "unanswerable",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.DECLINED,
+        answer="In 1901.",
+        settings={"verdict": "auto"},
+    ),
+)
+
+ALL_SCENARIOS: tuple[Scenario, ...] = SCENARIOS + POLICY_SCENARIOS
+
+BY_NAME = {s.name: s for s in ALL_SCENARIOS}
+
+
+def expected_stages(scenario: Scenario) -> tuple[sr.Stage, ...]:
+    """The model calls the scenario makes, in order."""
+    if scenario.stages is not None:
+        return scenario.stages
+    if scenario.route is sr.Route.RAG:
+        return (_RAG,)
+    if scenario.reason is sr.Reason.NO_CHUNKS:
+        return (_LC,)
+    return (_RAG, _LC)
 
 
 def core_result(scenario: Scenario, config: sr.RouteConfig | None = None) -> sr.RouteResult:
@@ -141,6 +290,8 @@ def core_result(scenario: Scenario, config: sr.RouteConfig | None = None) -> sr.
     handler = sr.FunctionHandler(
         retrieve=retrieve, generate=rag, long_context_generate=lc, long_context=scenario.document
     )
+    if config is None:
+        config = sr.RouteConfig(**scenario.settings)
     return sr.run_flow(sr.self_route_flow(scenario.question, config), handler)
 
 
@@ -161,6 +312,14 @@ def comparable(result: sr.RouteResult) -> dict[str, Any]:
         "long_context_tokens": result.long_context_tokens,
         "long_context_tokens_source": result.long_context_tokens_source,
         "token_ratio": result.token_ratio,
+        "abstained": result.abstained,
+        "abstention": result.abstention,
+        "verified": result.verified,
+        "unverified_answer": result.unverified_answer,
+        "citations": [(c.quote, c.found, c.source_index, c.start, c.end) for c in result.citations],
+        "verdicts": [s.verdict for s in result.steps],
+        "k": [s.k for s in result.steps],
+        "disputed": result.disputed,
     }
 
 
@@ -172,11 +331,13 @@ def check(result: sr.RouteResult, scenario: Scenario, config: sr.RouteConfig | N
         assert result.answer == scenario.answer, (scenario.name, result.answer)
     assert result.long_context_tokens is not None and result.long_context_tokens > 0
     assert result.token_ratio is not None
-    expected_usage = (
-        RAG_USAGE
-        if scenario.route is sr.Route.RAG
-        else (LC_USAGE if scenario.reason is sr.Reason.NO_CHUNKS else RAG_USAGE + LC_USAGE)
-    )
+    stages = expected_stages(scenario)
+    assert tuple(s.stage for s in result.steps) == stages, (scenario.name, result.steps)
+    expected_usage = sr.Usage.zero()
+    for stage in stages:
+        expected_usage = expected_usage + (RAG_USAGE if stage is _RAG else LC_USAGE)
+    assert result.abstention is scenario.abstention, (scenario.name, result.abstention)
+    assert result.verified is scenario.verified, (scenario.name, result.verified)
     assert result.usage.input_tokens == expected_usage.input_tokens, scenario.name
     assert result.usage.output_tokens == expected_usage.output_tokens, scenario.name
     assert result.usage.total_tokens == expected_usage.total_tokens, scenario.name

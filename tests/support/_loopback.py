@@ -19,12 +19,16 @@ from typing import Any, Literal, TypeVar
 
 __all__ = [
     "HANG_MAX_S",
+    "PREFIX_CACHE_INCREMENT",
+    "PREFIX_CACHE_MIN_TOKENS",
     "Completion",
     "LoopbackServer",
     "Matcher",
     "Reply",
     "Responder",
+    "common_prefix_length",
     "last_user_text",
+    "prefix_cached_tokens",
     "prompt_text",
     "rules",
     "split_tokens",
@@ -34,6 +38,11 @@ __all__ = [
 #: Upper bound of a ``kind="hang"`` reply: the server gives up after this long even when the
 #: client never times out, so a forgotten timeout cannot wedge the test run.
 HANG_MAX_S = 30.0
+
+#: OpenAI's automatic prompt caching: prompts of at least 1024 tokens, cached in 128-token
+#: increments (https://platform.openai.com/docs/guides/prompt-caching).
+PREFIX_CACHE_MIN_TOKENS = 1024
+PREFIX_CACHE_INCREMENT = 128
 
 _S = TypeVar("_S", bound="LoopbackServer")
 ReplyKind = Literal["ok", "malformed", "empty", "hang", "error"]
@@ -55,7 +64,8 @@ class Reply:
             content); ``"hang"`` (never answers until the client gives up, the server stops
             or `HANG_MAX_S` passes); ``"error"`` (provider error body, status 500 unless
             ``status`` says otherwise).
-        cached_tokens: Reported cached input tokens.
+        cached_tokens: Reported cached input tokens; ``None`` = what the server's simulated
+            prefix cache computed (0 when the cache is off). An explicit value always wins.
         finish_reason: OpenAI-style finish reason (``"stop"``, ``"length"``...).
     """
 
@@ -66,7 +76,7 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     kind: ReplyKind = "ok"
-    cached_tokens: int = 0
+    cached_tokens: int | None = None
     finish_reason: str = "stop"
 
     def __post_init__(self) -> None:
@@ -88,10 +98,14 @@ class Completion:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    prefix_cached_tokens: int = 0
 
     @property
     def cached_tokens(self) -> int:
-        return self.reply.cached_tokens
+        """Cached input tokens to report: the reply's explicit count, else the simulated cache's."""
+        if self.reply.cached_tokens is not None:
+            return self.reply.cached_tokens
+        return self.prefix_cached_tokens
 
 
 Responder = Callable[[dict[str, Any]], "Reply | str"]
@@ -138,6 +152,30 @@ def last_user_text(body: dict[str, Any]) -> str:
 def prompt_text(body: dict[str, Any]) -> str:
     """All message text of a request body, joined by newlines."""
     return "\n".join(text for _, text in _messages(body))
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Number of leading characters ``a`` and ``b`` share."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # binary search on slice equality (fast for long prompts)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def prefix_cached_tokens(prefix_tokens: int, prompt_tokens: int) -> int:
+    """Cached tokens OpenAI reports for a reusable prefix of ``prefix_tokens`` tokens.
+
+    0 below `PREFIX_CACHE_MIN_TOKENS`, else rounded down to a multiple of
+    `PREFIX_CACHE_INCREMENT`; never more than ``prompt_tokens``.
+    """
+    if prefix_tokens < PREFIX_CACHE_MIN_TOKENS:
+        return 0
+    cached = (prefix_tokens // PREFIX_CACHE_INCREMENT) * PREFIX_CACHE_INCREMENT
+    return max(0, min(cached, prompt_tokens))
 
 
 def word_count(text: str) -> int:
@@ -261,12 +299,17 @@ class LoopbackServer:
         token_delay_s: Pause between streamed chunks.
         host: Interface to bind (loopback only).
         port: Port (0 = pick a free one).
+        prefix_cache: Simulate automatic provider prefix caching (see `enable_prefix_cache`).
 
     Attributes:
         requests: JSON bodies of every model request, in arrival order.
         calls: Number of model requests received.
         errors: Exceptions raised by the responder (they also produce an HTTP 500).
         max_in_flight: Peak number of model requests being served at the same time.
+        prefix_cache_hits: For every model request (aligned with ``requests``), the cached input
+            tokens the simulated prefix cache computed for it (0 when the cache is off, or for a
+            request that got no successful answer). A reply's explicit ``cached_tokens`` overrides
+            what is reported, not what is recorded here.
     """
 
     def __init__(
@@ -277,6 +320,7 @@ class LoopbackServer:
         token_delay_s: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        prefix_cache: bool = False,
     ) -> None:
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"loopback servers bind to loopback only, got host={host!r}")
@@ -292,6 +336,10 @@ class LoopbackServer:
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.prefix_cache = prefix_cache
+        self.prefix_cache_hits: list[int] = []
+        self._cached_prompts: list[str] = []
+        self._generation = 0  # bumped by reset(), so a late answer cannot touch newer records
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
@@ -361,6 +409,46 @@ class LoopbackServer:
             self.errors.clear()
             self.calls = 0
             self.max_in_flight = self.in_flight
+            self.prefix_cache_hits.clear()
+            self._cached_prompts.clear()
+            self._generation += 1
+
+    # -- simulated prefix cache ----------------------------------------------------------------
+    def enable_prefix_cache(self, enabled: bool = True) -> None:
+        """Simulate automatic provider prefix caching (off by default).
+
+        For each model request the server takes the prompt text (`prompt_text`: all message
+        contents in order), finds the longest common prefix, in characters, with any earlier
+        request's prompt since the last `reset` / `clear_prefix_cache`, counts its tokens with
+        ``selfroute.default_token_counter()`` and reports, following OpenAI's documented rule,
+        ``0 if tokens < 1024 else tokens // 128 * 128`` cached tokens, capped at the reported
+        prompt tokens: OpenAI ``usage.prompt_tokens_details.cached_tokens`` (also on the final
+        streamed usage chunk) and Gemini ``usageMetadata.cachedContentTokenCount``.
+
+        While the cache is on, a reply without scripted ``prompt_tokens`` reports the prompt's
+        token count from the same tokenizer (instead of its word count), so the cached count
+        and the prompt size are in the same unit. A reply's explicit ``cached_tokens`` wins.
+        """
+        with self._lock:
+            self.prefix_cache = enabled
+
+    def clear_prefix_cache(self) -> None:
+        """Forget the prompts the simulated prefix cache has seen."""
+        with self._lock:
+            self._cached_prompts.clear()
+
+    def _prefix_chars(self, prompt: str) -> int:
+        """Longest common prefix (characters) of ``prompt`` with an earlier prompt; remembers it.
+
+        Called under ``self._lock``.
+        """
+        best = 0
+        for seen in self._cached_prompts:
+            if best >= len(prompt):
+                break
+            best = max(best, common_prefix_length(prompt, seen))
+        self._cached_prompts.append(prompt)
+        return best
 
     # -- helpers for subclasses ----------------------------------------------------------------
     def _track(self, conn: socket.socket, *, add: bool) -> None:
@@ -376,14 +464,23 @@ class LoopbackServer:
             return not self._stopping.is_set()
         return not self._stopping.wait(seconds)
 
-    def _record(self, handler: _Handler, body: dict[str, Any]) -> None:
+    def _record(
+        self, handler: _Handler, body: dict[str, Any]
+    ) -> tuple[tuple[int, int], str | None]:
+        """Record a model request; returns its (generation, index) and, with the prefix cache
+        on, the prompt's reusable prefix (``None`` when the cache is off)."""
+        prompt = prompt_text(body) if self.prefix_cache else None
         with self._lock:
+            index = (self._generation, len(self.requests))
             self.requests.append(body)
             self.paths.append(handler.path)
             self.headers.append({k.lower(): v for k, v in handler.headers.items()})
+            self.prefix_cache_hits.append(0)
             self.calls += 1
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            prefix = None if prompt is None else prompt[: self._prefix_chars(prompt)]
+        return index, prefix
 
     def _resolve(self, body: dict[str, Any]) -> Reply:
         try:
@@ -418,7 +515,7 @@ class LoopbackServer:
         except ValueError as exc:
             handler.send_json(400, self.error_body(400, f"invalid JSON body: {exc}"))
             return
-        self._record(handler, body)
+        index, prefix = self._record(handler, body)
         try:
             reply = self._resolve(body)
             if not self.sleep(self.latency_s + reply.delay_s):
@@ -434,15 +531,23 @@ class LoopbackServer:
                 return
             model = reply.model if reply.model is not None else self.requested_model(handler, body)
             text = "" if reply.kind == "empty" else reply.text
-            prompt_tokens = (
-                reply.prompt_tokens
-                if reply.prompt_tokens is not None
-                else word_count(prompt_text(body))
-            )
+            cached = 0
+            if prefix is None:
+                prompt_tokens = (
+                    reply.prompt_tokens
+                    if reply.prompt_tokens is not None
+                    else word_count(prompt_text(body))
+                )
+            else:
+                prompt_tokens, cached = self._prefix_cache_usage(body, prefix, reply)
+                with self._lock:
+                    generation, position = index
+                    if generation == self._generation:  # not reset meanwhile
+                        self.prefix_cache_hits[position] = cached
             completion_tokens = (
                 reply.completion_tokens if reply.completion_tokens is not None else word_count(text)
             )
-            done = Completion(body, reply, model, text, prompt_tokens, completion_tokens)
+            done = Completion(body, reply, model, text, prompt_tokens, completion_tokens, cached)
             if not stream:
                 if reply.kind == "malformed":
                     handler.send_json(200, b'{"id": "broken", "choices": [{"mess')
@@ -466,6 +571,20 @@ class LoopbackServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    @staticmethod
+    def _prefix_cache_usage(body: dict[str, Any], prefix: str, reply: Reply) -> tuple[int, int]:
+        """(prompt tokens, cached tokens) of a request under the simulated prefix cache."""
+        from selfroute import default_token_counter
+
+        counter = default_token_counter()
+        prompt_tokens = (
+            reply.prompt_tokens
+            if reply.prompt_tokens is not None
+            else counter.count(prompt_text(body))
+        )
+        prefix_tokens = counter.count(prefix) if prefix else 0
+        return prompt_tokens, prefix_cached_tokens(prefix_tokens, prompt_tokens)
 
     # -- protocol hooks ------------------------------------------------------------------------
     def route(self, method: str, path: str) -> str | None:
@@ -563,10 +682,17 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     parser.add_argument("--script", help="JSON rules file (see load_script)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds per chunk")
+    parser.add_argument(
+        "--prefix-cache", action="store_true", help="simulate automatic prompt prefix caching"
+    )
     args = parser.parse_args(argv)
     responder = load_script(args.script) if args.script else None
     server = server_cls(
-        responder, latency_s=args.latency, token_delay_s=args.token_delay, port=args.port
+        responder,
+        latency_s=args.latency,
+        token_delay_s=args.token_delay,
+        port=args.port,
+        prefix_cache=args.prefix_cache,
     )
     server.start()
     stop = threading.Event()

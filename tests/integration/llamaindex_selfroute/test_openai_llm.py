@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 ANSWERABLE = "How long did Mara Holt keep the lamp?"
 UNANSWERABLE = "When was Mara Holt born?"
-RAG_MARK = 'write "unanswerable"'  # only the RAG prompt says this
+RAG_MARK = "retrieved from a longer document"  # only the RAG prompts say this
 
 
 def responder(body: dict) -> Reply:

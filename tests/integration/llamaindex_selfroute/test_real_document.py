@@ -28,7 +28,7 @@ NICKNAME = (
     "for him?"
 )
 HALLU = "What was Quimby's favorite book to read during his breaks at the office?"
-RAG_MARK = 'write "unanswerable"'
+RAG_MARK = "retrieved from a longer document"  # only the RAG prompts say this
 
 
 def responder(body: dict) -> Reply:

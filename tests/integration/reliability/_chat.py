@@ -12,7 +12,7 @@ from typing import Any
 import selfroute as sr
 from tests.unit.reliability._fakes import DOCUMENT, PASSAGES
 
-RAG_MARK = 'write "unanswerable"'  # only the RAG prompt tells the model how to decline
+RAG_MARK = "retrieved from a longer document"  # only the RAG prompts say this
 
 
 def is_rag(text: str) -> bool:

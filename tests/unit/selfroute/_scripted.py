@@ -47,6 +47,11 @@ class Scripted:
     counterfactual_error: BaseException | None = None
     retrieve_result: Any = None
     generate_result: Any = None
+    rag_outputs: Sequence[str] | None = None
+    """Successive RAG outputs (one per k-ladder rung); overrides ``rag``."""
+    structured: Any = None
+    """What the model returns for a structured RAG step (a dict, or a list: one per rung);
+    ``None``: the model cannot do structured output."""
     seen: list[Any] = field(default_factory=list)
 
     # -- what each step answers ------------------------------------------------------------
@@ -68,7 +73,28 @@ class Scripted:
                 raise self.rag_error
             if self.generate_result is not None:
                 return self.generate_result  # type: ignore[no-any-return]
-            return sr.Generation(self.rag, usage=self.rag_usage, model="rag-model")
+            rung = sum(
+                1 for s in self.seen if isinstance(s, sr.Generate) and s.stage is sr.Stage.RAG
+            )
+            if step.structured is not None:
+                if self.structured is None:
+                    sr.structured_unsupported(step.structured.required, "scripted model")
+                else:
+                    value = (
+                        self.structured[rung - 1]
+                        if isinstance(self.structured, list)
+                        else self.structured
+                    )
+                    obj = value if isinstance(value, dict) else None
+                    return sr.Generation(
+                        str(value),
+                        usage=self.rag_usage,
+                        model="rag-model",
+                        structured=obj,
+                        structured_error=None if obj is not None else "no JSON object",
+                    )
+            text = self.rag_outputs[rung - 1] if self.rag_outputs is not None else self.rag
+            return sr.Generation(text, usage=self.rag_usage, model="rag-model")
         if self.lc_error is not None:
             raise self.lc_error
         return sr.Generation(self.lc, usage=self.lc_usage, model="lc-model")

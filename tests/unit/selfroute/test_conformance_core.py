@@ -7,15 +7,22 @@ import asyncio
 import pytest
 
 import selfroute as sr
-from tests.conformance.scenarios import LC_USAGE, RAG_USAGE, SCENARIOS, Scenario, check, core_result
+from tests.conformance.scenarios import (
+    ALL_SCENARIOS,
+    LC_USAGE,
+    RAG_USAGE,
+    Scenario,
+    check,
+    core_result,
+)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=lambda s: s.name)
 def test_core_scenarios(scenario: Scenario) -> None:
     check(core_result(scenario), scenario)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=lambda s: s.name)
 def test_async_driver_matches_sync(scenario: Scenario) -> None:
     async def arag(prompt: str) -> sr.Generation:
         await asyncio.sleep(0)
@@ -31,5 +38,6 @@ def test_async_driver_matches_sync(scenario: Scenario) -> None:
         long_context_generate=alc,
         long_context=scenario.document,
     )
-    result = asyncio.run(sr.arun_flow(sr.self_route_flow(scenario.question), handler))
+    config = sr.RouteConfig(**scenario.settings)
+    result = asyncio.run(sr.arun_flow(sr.self_route_flow(scenario.question, config), handler))
     check(result, scenario)

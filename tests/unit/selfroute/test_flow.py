@@ -78,7 +78,32 @@ REASON_CASES: list[tuple[str, dict[str, Any], dict[str, Any], sr.Route, sr.Reaso
         sr.Reason.OVER_BUDGET,
         ["retrieve", "rag", "answer"],
     ),
+    (
+        "ungrounded",
+        {"rag": 'Forty years.\nQuote: "she kept the lamp for forty long years"'},
+        {"grounded": True},
+        LC,
+        sr.Reason.UNGROUNDED,
+        ["retrieve", "rag", "answer", "long_context"],
+    ),
+    (
+        "global_question",
+        {},
+        {"pre_route": sr.PreRoute()},
+        LC,
+        sr.Reason.GLOBAL_QUESTION,
+        ["retrieve", "answer", "long_context"],
+    ),
+    (
+        "weak_retrieval",
+        {},
+        {"pre_route": sr.PreRoute(min_top_score=2.0)},
+        LC,
+        sr.Reason.WEAK_RETRIEVAL,
+        ["retrieve", "answer", "long_context"],
+    ),
 ]
+QUESTIONS = {"global_question": "What happens throughout the story?"}
 
 
 @pytest.mark.parametrize(
@@ -94,7 +119,10 @@ def test_every_reason(
     stages: list[str],
 ) -> None:
     script = Scripted(**script_kw)
-    result = run(script, **config)
+    question = (
+        "Who kept the lamp?" if reason is not sr.Reason.GLOBAL_QUESTION else QUESTIONS[reason.value]
+    )
+    result = run(script, question, **config)
     assert (result.route, result.reason) == (route, reason)
     assert script.stages() == stages
     assert set(sr.Reason) == {case[4] for case in REASON_CASES}  # the table covers every reason

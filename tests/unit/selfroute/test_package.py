@@ -88,6 +88,27 @@ PUBLIC = sorted(
         "self_route",
         "self_route_flow",
         "validate_question",
+        # routing policies beyond the paper (issue 9) and abstention/grounding (issue 10)
+        "DEFAULT_GLOBAL_PATTERNS",
+        "DEFAULT_STRUCTURED_RAG_PROMPT",
+        "GROUNDING_PREFIX",
+        "Abstention",
+        "Citation",
+        "Grounding",
+        "GroundingSource",
+        "PreRoute",
+        "StructuredRequest",
+        "Settle",
+        "Speculate",
+        "VerdictMode",
+        "check_grounding",
+        "is_global_question",
+        "load_structured",
+        "locate_quote",
+        "parse_structured_verdict",
+        "split_quotes",
+        "structured_unsupported",
+        "verdict_schema",
     ]
 )
 

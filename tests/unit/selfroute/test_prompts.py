@@ -19,7 +19,12 @@ def test_defaults_render_the_paper_prompt() -> None:
     )
     assert rendered.endswith("Answer:")
     lc = p.long_context_prompt("Who kept the lamp?", "DOCUMENT")
-    assert "DOCUMENT" in lc and "unanswerable" not in lc
+    assert "DOCUMENT" in lc
+    # The long-context prompt lets the model decline (issue 10) and keeps the document before the
+    # question, so the prompt prefix is the same for every question on a document (prompt caching).
+    assert 'write "unanswerable" and nothing else' in lc
+    assert lc.index("DOCUMENT") < lc.index("Who kept the lamp?")
+    assert p.cache_friendly
 
 
 def test_overrides_and_separator() -> None:
