@@ -1,7 +1,7 @@
 """Grounded mode: parse the quotes a model gives as support and find them in its context.
 
 In grounded mode the prompt asks the model to copy, after its answer, the sentence or sentences
-that support it, each on a line starting with ``Quote:`` (:data:`GROUNDING_INSTRUCTION`).
+that support it, each on a line starting with ``Quote:`` (:data:`selfroute.GROUNDING_PREFIX`).
 :func:`split_quotes` separates the answer from the quotes, whatever format the model used, and
 :func:`check_grounding` looks every quote up in the text the model was given and returns
 :class:`Citation` objects with character offsets into the *original* source text.
@@ -27,7 +27,6 @@ from selfroute._errors import ConfigurationError
 from selfroute._verdict import strip_reasoning
 
 __all__ = [
-    "GROUNDING_INSTRUCTION",
     "QUOTE_LABEL",
     "Citation",
     "Grounding",
@@ -39,14 +38,6 @@ __all__ = [
 
 #: The label that starts each quote line in grounded mode.
 QUOTE_LABEL = "Quote:"
-
-#: Appended to a prompt in grounded mode. Contains no ``{`` or ``}``, so it can be appended to a
-#: template before the template is ``str.format``-ted.
-GROUNDING_INSTRUCTION = (
-    "\n\nAfter your answer, copy the sentence or sentences from the passage that support it, "
-    f'each on its own line starting with "{QUOTE_LABEL}", word for word. Do not quote anything '
-    "for a decline."
-)
 
 
 # -- results ------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import selfroute as sr
 from selfroute._errors import ConfigurationError
 from selfroute._grounding import (
-    GROUNDING_INSTRUCTION,
     QUOTE_LABEL,
     Citation,
     Grounding,
@@ -22,7 +22,6 @@ from selfroute._grounding import (
     locate_quote,
     split_quotes,
 )
-from selfroute._prompts import DEFAULT_LONG_CONTEXT_PROMPT, DEFAULT_RAG_PROMPT
 
 SCALE = int(os.environ.get("SELFROUTE_HYPOTHESIS_SCALE", "1"))
 
@@ -42,15 +41,15 @@ def norm(text: str) -> str:
 
 
 # -- the instruction ----------------------------------------------------------------------------
-def test_instruction_survives_str_format() -> None:
-    assert "{" not in GROUNDING_INSTRUCTION and "}" not in GROUNDING_INSTRUCTION
-    assert QUOTE_LABEL in GROUNDING_INSTRUCTION
-    for template in (DEFAULT_RAG_PROMPT, DEFAULT_LONG_CONTEXT_PROMPT):
-        rendered = (template + GROUNDING_INSTRUCTION).format(
-            context="c", question="q", sentinel="s"
-        )
-        assert rendered.endswith(GROUNDING_INSTRUCTION)
-        assert GROUNDING_INSTRUCTION.format() == GROUNDING_INSTRUCTION
+def test_prompt_instruction_matches_the_parser() -> None:
+    # The grounded prompts ask for lines starting with the label the parser reads.
+    assert QUOTE_LABEL in sr.GROUNDING_PREFIX
+    rendered = sr.Prompts().long_context_prompt("q", "c", grounded=True)
+    assert rendered.startswith(sr.GROUNDING_PREFIX)
+    assert split_quotes(f'Paris.\n{QUOTE_LABEL} "The capital is Paris."') == (
+        "Paris.",
+        ["The capital is Paris."],
+    )
 
 
 # -- parsing ------------------------------------------------------------------------------------
