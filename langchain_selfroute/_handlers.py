@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,9 +40,12 @@ from selfroute import (
     Passage,
     Retrieve,
     Stage,
+    StructuredRequest,
     Usage,
     chunk_text,
     document_id,
+    load_structured,
+    structured_unsupported,
 )
 
 __all__ = [
@@ -59,6 +63,7 @@ __all__ = [
     "model_name",
     "model_window",
     "retriever_filter",
+    "structured_model",
     "unwrap",
 ]
 
@@ -168,6 +173,113 @@ def _generation(output: Any, fallback_model: str | None) -> Generation:
         usage=message_usage(output),
         model=message_model(output) or fallback_model,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Structured verdicts
+# --------------------------------------------------------------------------------------------
+#: Model classes whose ``with_structured_output`` raised ``NotImplementedError`` (LangChain decides
+#: that per class: a chat model without ``bind_tools``), and why; probed once per class.
+_UNSUPPORTED: dict[type, str] = {}
+
+
+def structured_model(
+    llm: Any, request: StructuredRequest, config: RunnableConfig | None = None
+) -> Runnable[Any, Any] | None:
+    """``llm``'s chat model with structured output for ``request.schema`` (``include_raw=True``),
+    or ``None`` when the model cannot give structured output.
+
+    The model is taken from under bindings, configurable wrappers and fallbacks (:func:`unwrap`)
+    and LangChain picks its default method for the provider (``json_schema`` for ``ChatOpenAI``
+    and ``ChatGoogleGenerativeAI``, tool calling for models that only implement ``bind_tools``).
+
+    Raises:
+        ConfigurationError: The model cannot, and ``request.required`` (``verdict="structured"``).
+    """
+    inner = unwrap(llm, config)
+    why = _UNSUPPORTED.get(type(inner))
+    if why is None:
+        build = getattr(inner, "with_structured_output", None)
+        if build is None:
+            why = f"{type(inner).__name__} has no with_structured_output (it is not a chat model)"
+        else:
+            try:
+                runnable: Runnable[Any, Any] = build(dict(request.schema), include_raw=True)
+            except NotImplementedError as exc:
+                detail = str(exc).strip() or "not implemented"
+                why = f"{type(inner).__name__}.with_structured_output: {detail}"
+                _UNSUPPORTED[type(inner)] = why
+            else:
+                return runnable
+    structured_unsupported(request.required, why)
+    return None
+
+
+def _as_mapping(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)  # a pydantic object
+    if callable(dump):
+        dumped = dump()
+        return dict(dumped) if isinstance(dumped, Mapping) else None
+    return None
+
+
+def _parse_failure(output: Any, raw: Any) -> str:
+    """What went wrong when a structured call gave no object (for ``structured_error``)."""
+    error = output.get("parsing_error") if isinstance(output, Mapping) else None
+    if error is not None:
+        return f"the model's structured output could not be parsed: {type(error).__name__}"
+    if getattr(raw, "invalid_tool_calls", None):
+        return "the model's tool call had invalid arguments"
+    return "the model returned no structured object"
+
+
+def _structured_generation(output: Any, fallback_model: str | None) -> Generation:
+    """A :class:`selfroute.Generation` from what ``with_structured_output(include_raw=True)``
+    returned: ``{"raw": AIMessage, "parsed": dict | None, "parsing_error": ...}``.
+
+    ``structured`` is the parsed object, else the object read from the raw text (a provider that
+    returns JSON text, fenced or not). With neither, ``structured_error`` says so and ``text`` is
+    the raw output: the core accepts a plain decline in it and fails safe to long context on
+    anything else (a broken tool call, truncated JSON or prose must not pass for an answer).
+    """
+    if isinstance(output, Mapping) and "raw" in output:
+        raw, parsed = output.get("raw"), output.get("parsed")
+    elif isinstance(output, BaseMessage):
+        raw, parsed = output, None
+    else:  # a custom with_structured_output that ignores include_raw
+        raw, parsed = None, output
+    raw_text = message_text(raw) if isinstance(raw, (BaseMessage, str)) else ""
+    obj = _as_mapping(parsed)
+    error = None
+    if obj is not None:
+        text = json.dumps(obj, ensure_ascii=False)
+    else:
+        obj = load_structured(raw_text)
+        text = raw_text
+        if obj is None:
+            error = _parse_failure(output, raw)
+    return Generation(
+        text=text,
+        usage=message_usage(raw),
+        model=message_model(raw) or fallback_model,
+        structured=obj,
+        structured_error=error,
+    )
+
+
+#: Text the sentinel parser classifies as garbled (held back, never shown: it escalates).
+_GARBLED = "{}"
+
+
+def _structured_chunks(gen: Generation, step: Generate) -> Iterator[GenerationChunk]:
+    """A structured call streamed: one piece with its text and object (the core holds it back
+    until it is classified), then usage and model."""
+    yield GenerationChunk(
+        text=gen.text, structured=gen.structured, structured_error=gen.structured_error
+    )
+    yield GenerationChunk(text="", usage=gen.usage, model=gen.model)
 
 
 class _Pieces:
@@ -389,6 +501,31 @@ class LangChainHandler:
         tag = TAG_RAG if stage is Stage.RAG else TAG_LONG_CONTEXT
         return self.models[stage], self._child(tag, run_name=tag)
 
+    def _structured(self, step: Generate) -> Runnable[Any, Any] | None:
+        """The structured-output runnable for ``step``, or ``None`` to send the plain prompt."""
+        if step.structured is None:
+            return None
+        return structured_model(self.models[step.stage], step.structured, self.config)
+
+    def _structured_input(self, step: Generate) -> tuple[list[HumanMessage], RunnableConfig]:
+        assert step.structured is not None
+        _, config = self._model(step.stage)
+        # The structured runnable is model | parser: the tag is made inheritable so the model
+        # call inside it is tagged too, as a plain model call is.
+        tag = TAG_RAG if step.stage is Stage.RAG else TAG_LONG_CONTEXT
+        config["tags"] = [*config.get("tags", []), tag]
+        return [HumanMessage(content=step.structured.prompt)], config
+
+    def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
+        messages, config = self._structured_input(step)
+        output = structured.invoke(messages, config=config)
+        return _structured_generation(output, self.names.get(step.stage))
+
+    async def _acall_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
+        messages, config = self._structured_input(step)
+        output = await structured.ainvoke(messages, config=config)
+        return _structured_generation(output, self.names.get(step.stage))
+
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
         # A retriever that takes ``k`` per call gets it, so ``k`` (also when configured per call)
         # decides how many chunks are fetched rather than only how many are kept.
@@ -469,13 +606,28 @@ class LangChainHandler:
         return _to_passages(docs, self.id_key)
 
     def generate(self, step: Generate) -> Generation:
-        """One model call, usage read from ``AIMessage.usage_metadata``."""
+        """One model call, usage read from ``AIMessage.usage_metadata``.
+
+        A RAG step that offers a structured verdict is sent with the model's structured output
+        when it has one (``Generation.structured`` holds the object), else as the plain prompt.
+        """
+        structured = self._structured(step)
+        if structured is not None:
+            return self._call_structured(step, structured)
         llm, config = self._model(step.stage)
         output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
-        """A streamed model call; usage and model arrive on the last piece."""
+        """A streamed model call; usage and model arrive on the last piece.
+
+        A structured verdict is one non-streaming call (the core holds RAG text back until the
+        verdict is known anyway), delivered as one piece plus the usage piece.
+        """
+        structured = self._structured(step)
+        if structured is not None:
+            yield from _structured_chunks(self._call_structured(step, structured), step)
+            return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
         for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
@@ -508,12 +660,21 @@ class LangChainHandler:
 
     async def agenerate(self, step: Generate) -> Generation:
         """Async :meth:`generate` (``llm.ainvoke``)."""
+        structured = self._structured(step)
+        if structured is not None:
+            return await self._acall_structured(step, structured)
         llm, config = self._model(step.stage)
         output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        """Async :meth:`stream` (``llm.astream``)."""
+        """Async :meth:`stream` (``llm.astream``; a structured verdict is one ``ainvoke``)."""
+        structured = self._structured(step)
+        if structured is not None:
+            gen = await self._acall_structured(step, structured)
+            for whole in _structured_chunks(gen, step):
+                yield whole
+            return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
         async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):

@@ -9,13 +9,34 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf, SerializerFunctio
 from pydantic import model_serializer as _model_serializer
 from pydantic.json_schema import SkipJsonSchema
 
-from selfroute import Passage, Reason, Route, RouteResult, Stage, StepRecord, Usage
+from selfroute import (
+    Abstention,
+    Citation,
+    Passage,
+    Reason,
+    Route,
+    RouteResult,
+    Stage,
+    StepRecord,
+    Usage,
+)
 
 __all__ = ["SelfRouteChunk", "SelfRouteOutput", "passage_document"]
 
 #: Keys of the core's ``RouteResult.to_dict()`` that are derived from the steps; they are added to
 #: the serialized form of :class:`SelfRouteOutput` so ``model_dump()`` matches ``to_dict()``.
-_DERIVED = ("steps", "usage", "usage_by_stage", "token_ratio", "context")
+_DERIVED = (
+    "steps",
+    "usage",
+    "usage_by_stage",
+    "token_ratio",
+    "context",
+    "abstained",
+    "disputed",
+    "rag_verdict",
+    "long_context_verdict",
+    "k_used",
+)
 
 
 def passage_document(passage: Passage) -> Document:
@@ -52,6 +73,13 @@ class SelfRouteOutput(BaseModel):
         long_context_cost: Money always-long-context would have cost (needs ``prices``).
         latency_s: Wall time of the call.
         error: A fault that was absorbed on the way (failed RAG call or retriever), if any.
+        abstention: Why the answer is a decline ("not found in the documents"): ``declined``,
+            ``ungrounded`` or ``over_budget``; ``None`` when it answers (see :attr:`abstained`).
+        citations: Grounded mode: the final answer's quotes and where they were found.
+        verified: Grounded mode: whether the final answer's quotes were all found in what the
+            model was given; ``None`` when not checked.
+        unverified_answer: Grounded mode: a long-context answer withheld because its quotes were
+            not found.
         result: The core :class:`selfroute.RouteResult` (not serialized).
     """
 
@@ -69,6 +97,10 @@ class SelfRouteOutput(BaseModel):
     long_context_cost: float | None = None
     latency_s: float = 0.0
     error: str | None = None
+    abstention: Abstention | None = None
+    citations: list[Citation] = Field(default_factory=list)
+    verified: bool | None = None
+    unverified_answer: str | None = None
     result: SkipJsonSchema[InstanceOf[RouteResult]] = Field(exclude=True, repr=False)
 
     @classmethod
@@ -87,6 +119,10 @@ class SelfRouteOutput(BaseModel):
             long_context_cost=result.long_context_cost,
             latency_s=result.latency_s,
             error=result.error,
+            abstention=result.abstention,
+            citations=list(result.citations),
+            verified=result.verified,
+            unverified_answer=result.unverified_answer,
             result=result,
         )
 
@@ -109,6 +145,33 @@ class SelfRouteOutput(BaseModel):
     def context(self) -> dict[str, Any] | None:
         """Facts about the long context sent or priced (size, fitting strategy, truncation)."""
         return dict(self.result.context) if self.result.context is not None else None
+
+    @property
+    def abstained(self) -> bool:
+        """True when the answer is a decline: it was not found in the documents."""
+        return self.result.abstained
+
+    @property
+    def disputed(self) -> bool:
+        """True when the answer came from long context after the RAG step declined and nothing
+        verified it (show it with care; ``grounded=True`` settles such answers)."""
+        return self.result.disputed
+
+    @property
+    def rag_verdict(self) -> str | None:
+        """What the RAG step's output was (``answered``, ``sentinel``, ``refusal``, ``empty``,
+        ``garbled``), or ``None`` if it did not run."""
+        return self.result.rag_verdict
+
+    @property
+    def long_context_verdict(self) -> str | None:
+        """What the long-context step's output was, or ``None`` if it did not run."""
+        return self.result.long_context_verdict
+
+    @property
+    def k_used(self) -> int | None:
+        """Chunks shown to the last RAG call (a ``k_ladder`` may have grown it)."""
+        return self.result.k_used
 
     @property
     def answered_from_chunks(self) -> bool:

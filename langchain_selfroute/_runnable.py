@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -11,7 +12,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, InstanceOf, PrivateAttr, ValidationError
+from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_selfroute._handlers import (
@@ -30,6 +31,7 @@ from selfroute import (
     InvalidInputError,
     LexicalIndex,
     LongContextBudget,
+    PreRoute,
     PriceTable,
     Prompts,
     ResultEvent,
@@ -37,6 +39,7 @@ from selfroute import (
     RouteEvent,
     Stage,
     TokenEvent,
+    VerdictMode,
     adrive,
     arun_flow,
     drive,
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["LongContextSource", "SelfRoute", "SelfRouteInput", "SelfRouteInputDict"]
 
 LongContextSource = Literal["auto", "fixed", "input", "parents"]
+VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 
 
 class SelfRouteInputDict(TypedDict):
@@ -175,6 +179,19 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         retrieval_timeout_s: Give up on a retriever that does not answer within this many
             seconds and treat it as a retrieval failure (escalate or raise per
             ``on_retrieval_error``).
+        verdict: How the RAG step declines: ``sentinel`` (the paper's word, default),
+            ``structured`` (an ``{answerable, answer}`` object through the chat model's
+            ``with_structured_output``; a model without it is a configuration error) or ``auto``
+            (structured output when the model has it, the sentinel otherwise).
+        k_ladder: Larger retrievals to try, in order, before long context while the RAG step
+            declines (``k=5, k_ladder=(20,)``). The retriever is asked once, for the largest.
+        pre_route: A :class:`selfroute.PreRoute` that sends predictably futile questions
+            (global questions, weak retrieval) straight to long context; ``None``: off.
+        grounded: Ask both steps to quote their support and check the quotes: an unverified RAG
+            answer escalates, an unverified long-context answer abstains.
+        speculate_below: Start the long-context call alongside the RAG step when the best chunk's
+            score (``score``/``relevance_score`` metadata) is under this; it is cancelled if the
+            RAG step answers (its tokens are reported as a ``wasted`` step). ``None``: off.
 
     Example:
         >>> route = SelfRoute(retriever=retriever, llm=ChatOpenAI(model="gpt-4o-mini"))  # doctest: +SKIP
@@ -209,6 +226,12 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     token_counter: Any = None
     max_question_tokens: int | None = None
     retrieval_timeout_s: float | None = None
+    # Validated by the core (RouteConfig), so a bad value gets the core's message.
+    verdict: SkipValidation[VerdictSetting] = "sentinel"
+    k_ladder: SkipValidation[tuple[int, ...]] = ()
+    pre_route: SkipValidation[PreRoute | None] = None
+    grounded: SkipValidation[bool] = False
+    speculate_below: SkipValidation[float | None] = None
 
     _route_config: RouteConfig = PrivateAttr()
     _documents: tuple[Document, ...] | None = PrivateAttr(default=None)
@@ -229,12 +252,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     def _build_config(self) -> RouteConfig:
         prompts = self.prompts or Prompts()
         if self.sentinel is not None:
-            prompts = Prompts(
-                rag=prompts.rag,
-                long_context=prompts.long_context,
-                sentinel=self.sentinel,
-                passage_separator=prompts.passage_separator,
-            )
+            prompts = dataclasses.replace(prompts, sentinel=self.sentinel)
         window = self.long_context_window
         if window == "auto":
             window = model_window(self._lc_llm)
@@ -255,6 +273,11 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             token_counter=self.token_counter,
             max_question_tokens=self.max_question_tokens,
             retrieval_timeout_s=self.retrieval_timeout_s,
+            verdict=self.verdict,
+            k_ladder=self.k_ladder,
+            pre_route=self.pre_route,
+            grounded=self.grounded,
+            speculate_below=self.speculate_below,
         )
 
     def _check_sources(self) -> None:

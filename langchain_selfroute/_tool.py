@@ -14,9 +14,15 @@ from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from langchain_selfroute._output import SelfRouteOutput
-from selfroute import ConfigurationError, ModelOutputError, SelfRouteError
+from selfroute import Abstention, ConfigurationError, ModelOutputError, SelfRouteError
 
-__all__ = ["DEFAULT_TOOL_DESCRIPTION", "SelfRouteToolInput", "create_selfroute_tool"]
+__all__ = [
+    "DEFAULT_TOOL_DESCRIPTION",
+    "NOT_FOUND",
+    "SelfRouteToolInput",
+    "create_selfroute_tool",
+    "not_found_message",
+]
 
 DEFAULT_TOOL_DESCRIPTION = (
     "Answer a question from the document collection. Ask one self-contained question in plain "
@@ -24,6 +30,25 @@ DEFAULT_TOOL_DESCRIPTION = (
 )
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+#: The tool's content when the result abstained: the agent must read it as "not found".
+NOT_FOUND = "The answer was not found in the documents."
+_WHY_NOT_FOUND = {
+    Abstention.DECLINED: "The documents do not contain it.",
+    Abstention.UNGROUNDED: (
+        "A draft answer could not be verified against the documents, so it was withheld."
+    ),
+    Abstention.OVER_BUDGET: (
+        "The most relevant excerpts do not contain it; the full documents were not searched "
+        "(long-context budget exhausted)."
+    ),
+}
+
+
+def not_found_message(abstention: Abstention | None) -> str:
+    """The tool content for an abstained result: says plainly the answer was not found."""
+    why = _WHY_NOT_FOUND.get(abstention) if abstention is not None else None
+    return f"{NOT_FOUND} {why}" if why else NOT_FOUND
 
 
 class SelfRouteToolInput(BaseModel):
@@ -38,6 +63,8 @@ def _content(output: Any) -> tuple[str, dict[str, Any]]:
             f"the tool's runnable returned {type(output).__name__}; expected SelfRouteOutput "
             "(pass a SelfRoute, optionally wrapped with with_retry/with_fallbacks/with_config)"
         )
+    if output.abstained:
+        return not_found_message(output.abstention), output.to_dict()
     return output.answer or "", output.to_dict()
 
 
@@ -69,7 +96,10 @@ def create_selfroute_tool(
 
     The tool's content is the answer; its artifact (``ToolMessage.artifact``) is the full result
     dict (route, reason, sources, usage per step, always-LC counterfactual), so an agent sees a
-    short answer while the application keeps the accounting. Sync and async; the Self-Route run
+    short answer while the application keeps the accounting. When the result abstained (the
+    models declined, or in grounded mode the answer could not be verified), the content says
+    plainly that the answer was not found in the documents (:data:`NOT_FOUND`), so the agent
+    does not mistake a decline word for an answer. Sync and async; the Self-Route run
     and its model calls are child runs of the tool run.
 
     Args:

@@ -241,11 +241,17 @@ class Generation:
 
 @dataclass(frozen=True)
 class GenerationChunk:
-    """A piece of a streamed model call; usage and model usually arrive on the last piece."""
+    """A piece of a streamed model call; usage and model usually arrive on the last piece.
+
+    A structured RAG step (not streamed by the model) arrives as one piece whose ``structured`` /
+    ``structured_error`` carry what :class:`Generation` would (the drivers keep the last set).
+    """
 
     text: str = ""
     usage: Usage | None = None
     model: str | None = None
+    structured: Mapping[str, Any] | None = None
+    structured_error: str | None = None
 
 
 class StepHandler(Protocol):
@@ -1107,9 +1113,18 @@ class _StreamState:
         return events
 
 
-def _combine(parts: list[str], last: GenerationChunk | None, usage: Usage | None) -> Generation:
+def _combine(
+    parts: list[str],
+    last: GenerationChunk | None,
+    usage: Usage | None,
+    structured: GenerationChunk | None = None,
+) -> Generation:
     return Generation(
-        text="".join(parts), usage=usage, model=last.model if last is not None else None
+        text="".join(parts),
+        usage=usage,
+        model=last.model if last is not None else None,
+        structured=structured.structured if structured is not None else None,
+        structured_error=structured.structured_error if structured is not None else None,
     )
 
 
@@ -1248,11 +1263,14 @@ def drive(
                     parts: list[str] = []
                     usage: Usage | None = None
                     last: GenerationChunk | None = None
+                    obj: GenerationChunk | None = None
                     for chunk in handler.stream(step):
                         last = chunk if chunk.model or last is None else last
                         usage = _merge_usage(usage, chunk)
+                        if chunk.structured is not None or chunk.structured_error is not None:
+                            obj = chunk
                         yield from state.feed(step, chunk, parts)
-                    gen = _combine(parts, last, usage)
+                    gen = _combine(parts, last, usage, obj)
                 else:
                     gen = handler.generate(step)
                 send = _timed(gen, t0)
@@ -1299,12 +1317,15 @@ async def adrive(
                         parts: list[str] = []
                         usage: Usage | None = None
                         last: GenerationChunk | None = None
+                        obj: GenerationChunk | None = None
                         async for chunk in handler.astream(step):
                             last = chunk if chunk.model or last is None else last
                             usage = _merge_usage(usage, chunk)
+                            if chunk.structured is not None or chunk.structured_error is not None:
+                                obj = chunk
                             for ev in state.feed(step, chunk, parts):
                                 yield ev
-                        gen = _combine(parts, last, usage)
+                        gen = _combine(parts, last, usage, obj)
                     else:
                         gen = await handler.agenerate(step)
                     send = _timed(gen, t0)

@@ -9,6 +9,7 @@ page says the reader brings.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from langchain_selfroute import HashingEmbeddings
+from selfroute import GROUNDING_PREFIX
 from tests.support._loopback import Reply, last_user_text
 from tests.support.openai_server import ScriptedOpenAIServer
 from tests.unit.langchain_selfroute.fakes import RAG_MARK, ToolCallingModel
@@ -47,14 +49,26 @@ def manual_docs() -> list[Document]:
 def respond(body: dict[str, Any]) -> Reply:
     prompt = last_user_text(body)
     question = prompt.rsplit("Question:", 1)[-1].lower()
+    grounded = prompt.startswith(GROUNDING_PREFIX)
+    quote = ""
     if RAG_MARK in prompt:  # the RAG step answers only what its passages say
-        text = "48 volts." if "voltage" in question and "48 volts" in prompt else "unanswerable"
+        known = "voltage" in question and "48 volts" in prompt
+        if body.get("response_format"):  # a structured verdict (with its quotes when asked)
+            verdict: dict[str, Any] = {"answerable": known, "answer": "48 volts." if known else ""}
+            if "quotes" in json.dumps(body["response_format"]):
+                verdict["quotes"] = [VOLTS] if known else []
+            return Reply(json.dumps(verdict), model=None)
+        text, quote = ("48 volts.", VOLTS) if known else ("unanswerable", "")
     elif "reset" in question:
-        text = "Hold the power button for ten seconds."
+        text, quote = "Hold the power button for ten seconds.", RESET
     elif "voltage" in question:
-        text = "48 volts."
+        text, quote = "48 volts.", VOLTS
+    elif "colour" in question:  # not in the manual: the long-context model invents an answer
+        text, quote = "Red.", "The Zephyr rover is painted bright red."
     else:
         text = "I do not know."
+    if grounded and quote:
+        text = f"{text}\nQuote: {quote}"
     return Reply(text, model=None)  # echo the requested model name
 
 
@@ -97,7 +111,8 @@ def test_every_example_runs(
                 exec(compile(block, f"{PAGE.name}[python block {i}]", "exec"), namespace)
             except Exception as exc:  # pragma: no cover - the message names the block
                 raise AssertionError(f"docs example {i} failed:\n{block}") from exc
-        prompts = [last_user_text(b) for b in server.requests]
+        bodies = list(server.requests)
+        prompts = [last_user_text(b) for b in bodies]
     out = capsys.readouterr().out
 
     # quickstart
@@ -116,6 +131,12 @@ def test_every_example_runs(
     # astream_events
     assert "selfroute:rag ['selfroute:rag']" in out
     assert "selfroute:long_context ['selfroute:long_context']" in out
+    # structured verdicts, grounded answers and abstention
+    assert "48 volts. True True\nThe Zephyr charger needs 48 volts.\n" in out
+    assert "unanswerable True ungrounded\n" in out
+    assert "Red." in (namespace["invented"].unverified_answer or "")
+    formats = [json.dumps(b["response_format"]) for b in bodies if b.get("response_format")]
+    assert formats and all("rag_verdict" in f and "quotes" in f for f in formats)
     # agent tool
     assert "According to the documents: Hold the power button for ten seconds." in out
     assert namespace["tool_message"].artifact["route"] == "long_context"

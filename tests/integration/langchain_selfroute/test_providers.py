@@ -16,11 +16,11 @@ import selfroute as sr
 from langchain_selfroute import SelfRoute, SelfRouteChunk
 from selfroute import Reason, Route, Stage
 from tests.conformance.scenarios import (
+    ALL_SCENARIOS,
     BY_NAME,
     DOCUMENT,
     LC_MODEL,
     RAG_MODEL,
-    SCENARIOS,
     Scenario,
     check,
 )
@@ -52,7 +52,7 @@ def build(provider: Provider, **kwargs: object) -> SelfRoute:
     return SelfRoute(**params)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=[s.name for s in ALL_SCENARIOS])
 def test_conformance_scenarios_through_the_real_client(
     provider: Provider, scenario: Scenario
 ) -> None:
@@ -61,6 +61,7 @@ def test_conformance_scenarios_through_the_real_client(
         retriever=ListRetriever(docs=scenario_docs(scenario)),
         llm=provider.llm(),
         document=scenario.document,
+        **scenario.settings,
     )
     out = route.invoke(scenario.question)
     check(out.result, scenario)

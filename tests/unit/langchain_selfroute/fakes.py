@@ -28,6 +28,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 import selfroute as sr
@@ -218,6 +219,105 @@ class ScriptedChatModel(BaseChatModel):
             self._end()
 
 
+class VerdictChatModel(ScriptedChatModel):
+    """A :class:`ScriptedChatModel` with tool calling, so ``with_structured_output`` works.
+
+    LangChain's default ``with_structured_output`` binds the schema as the only tool; a call
+    with tools bound answers with a tool call whose arguments come from ``rag_verdict`` (one
+    dict for every call, or a list used in order, the last repeated). ``None`` in the script
+    means no tool call: the reply is ``verdict_text`` as plain content.
+
+    Attributes:
+        verdict_text: Content of a structured reply (besides, or instead of, the tool call).
+        structured_calls: ``(mode, tool name, tool_choice, prompt)`` of every call with tools.
+    """
+
+    rag_verdict: Any = Field(
+        default_factory=lambda: {"answerable": True, "answer": "Thirty-one years."}
+    )
+    verdict_text: str = ""
+    structured_calls: list[tuple[str, str, Any, str]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "verdict-scripted"
+
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[Any, BaseMessage]:
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def _next_verdict(self) -> Any:
+        script = self.rag_verdict
+        if isinstance(script, list):
+            done = len(self.structured_calls) - 1
+            return script[min(done, len(script) - 1)] if script else None
+        return script
+
+    def _tool_reply(self, mode: str, messages: Sequence[BaseMessage], kwargs: Any) -> AIMessage:
+        stage = self._begin(mode, messages)
+        try:
+            tool = kwargs["tools"][0]["function"]["name"]
+            prompt = str(messages[-1].content)
+            self.structured_calls.append((mode, tool, kwargs.get("tool_choice"), prompt))
+            self._raise(stage)
+            _, usage, model = self._script(stage)
+            args = self._next_verdict()
+            calls = (
+                []
+                if args is None
+                else [{"name": tool, "args": args, "id": "call-verdict", "type": "tool_call"}]
+            )
+            return AIMessage(
+                content=self.verdict_text,
+                tool_calls=calls,
+                usage_metadata=usage_metadata(usage) if self.report_usage else None,
+                response_metadata={"model_name": model},
+            )
+        finally:
+            self._end()
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if kwargs.get("tools"):
+            message = self._tool_reply("sync", messages, kwargs)
+            return ChatResult(generations=[ChatGeneration(message=message)])
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if kwargs.get("tools"):
+            message = self._tool_reply("async", messages, kwargs)
+            return ChatResult(generations=[ChatGeneration(message=message)])
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+class KRetriever(BaseRetriever):
+    """Returns the first ``k`` of ``docs`` (``k`` per call, like vector-store retrievers)."""
+
+    docs: list[Document] = Field(default_factory=list)
+    k: int = 4
+    asked: list[int] = Field(default_factory=list)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        n = self.k if k is None else k
+        self.asked.append(n)
+        return list(self.docs[:n])
+
+
 class ListRetriever(BaseRetriever):
     """Returns ``docs`` for every query; records ``sync``/``async`` calls."""
 
@@ -291,12 +391,13 @@ def scenario_docs(scenario: Scenario) -> list[Document]:
 
 
 def scenario_route(scenario: Scenario, **kwargs: Any) -> tuple[SelfRoute, ScriptedChatModel]:
-    """A ``SelfRoute`` over the scenario: fake retriever, scripted model, fixed document."""
+    """A ``SelfRoute`` over the scenario: fake retriever, scripted model, fixed document, and the
+    scenario's routing settings (``kwargs`` override them)."""
     model = ScriptedChatModel(rag_output=scenario.rag_output, lc_output=scenario.lc_output)
     route = SelfRoute(
         retriever=ListRetriever(docs=scenario_docs(scenario)),
         llm=model,
         document=scenario.document,
-        **kwargs,
+        **{**scenario.settings, **kwargs},
     )
     return route, model

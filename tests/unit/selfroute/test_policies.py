@@ -437,3 +437,20 @@ def test_cancelled_run_cancels_the_speculative_call() -> None:
 def test_speculation_validation() -> None:
     with pytest.raises(sr.ConfigurationError, match="speculate_below"):
         sr.RouteConfig(speculate_below="low")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("answerable", [True, False])
+def test_structured_verdict_survives_streaming(answerable: bool) -> None:
+    obj = {"answerable": answerable, "answer": "Thirty-one years." if answerable else ""}
+    handler = sr.FunctionHandler(
+        retrieve=lambda q, k: [sr.Passage("Mara Holt kept it thirty-one years.")],
+        generate=lambda p: "In 1901.",
+        generate_structured=lambda p, schema: obj,
+        long_context="Mara Holt kept it thirty-one years.",
+    )
+    flow = sr.self_route_flow("How long?", sr.RouteConfig(verdict="structured"))
+    events = list(sr.drive(flow, handler, stream=True))
+    result = events[-1].result
+    text = "".join(e.text for e in events if isinstance(e, sr.TokenEvent))
+    assert result.steps[0].structured and result.route is (R if answerable else LC)
+    assert text == result.answer and "answerable" not in text
