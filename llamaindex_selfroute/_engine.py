@@ -32,7 +32,10 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Metada
 from llama_index_instrumentation import get_dispatcher
 
 from llamaindex_selfroute._events import SelfRouteResultEvent, SelfRouteRouteEvent
-from llamaindex_selfroute._handlers import LlamaIndexHandler, configured_model_name
+from llamaindex_selfroute._handlers import (
+    LlamaIndexHandler,
+    configured_model_name,
+)
 from llamaindex_selfroute._parents import (
     AsyncLongContextFn,
     CallableContext,
@@ -41,6 +44,7 @@ from llamaindex_selfroute._parents import (
     ParentDocuments,
 )
 from llamaindex_selfroute._prompts import prompts_to_templates, update_prompts
+from llamaindex_selfroute._structured import structured_support
 from selfroute import (
     ConfigurationError,
     FlowEvent,
@@ -51,11 +55,13 @@ from selfroute import (
     RouteResult,
     SelfRouteError,
     TokenEvent,
+    VerdictMode,
     adrive,
     arun_flow,
     drive,
     run_flow,
     self_route_flow,
+    structured_unsupported,
     validate_question,
 )
 
@@ -128,6 +134,21 @@ def _build_config(
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
+def retrieval_sizes(settings: dict[str, Any]) -> tuple[int, ...]:
+    """The retrieval sizes the RAG step tries under these engine settings: ``k``, then the
+    ``k_ladder`` rungs (from the keyword settings, else from ``config``).
+
+    Raises:
+        ConfigurationError: An invalid ``k`` or ``k_ladder``.
+    """
+    config = settings.get("config")
+    cfg = config if isinstance(config, RouteConfig) else RouteConfig()
+    changes = {name: settings[name] for name in ("k", "k_ladder") if name in settings}
+    if changes:
+        cfg = dataclasses.replace(cfg, **changes)
+    return cfg.rungs
+
+
 class SelfRouteQueryEngine(BaseQueryEngine):
     """Self-Route as a LlamaIndex query engine: answer from the top-k chunks, or fall back.
 
@@ -159,10 +180,19 @@ class SelfRouteQueryEngine(BaseQueryEngine):
         callback_manager: Callback manager (default ``Settings.callback_manager``).
         **settings: :class:`selfroute.RouteConfig` fields: ``k``, ``strict``, ``answer_tokens``,
             ``overflow``, ``on_rag_error``, ``on_retrieval_error``, ``counterfactual``,
-            ``prices``, ``budget``, ``token_counter``, ``max_question_tokens`` ...
+            ``prices``, ``budget``, ``token_counter``, ``max_question_tokens``, and the routing
+            policies: ``verdict`` (``"sentinel"``, ``"structured"``: a tool call on a
+            function-calling ``llm``, ``"auto"``: a tool call when ``llm`` can), ``k_ladder``
+            (larger retrievals before long context; the retriever must return that many),
+            ``pre_route`` (a :class:`selfroute.PreRoute`: skip the RAG step for global questions
+            or weak retrieval), ``grounded`` (answers quote their support, checked before
+            they are shown; an unsupported long-context answer abstains) and
+            ``speculate_below`` (start the long-context call alongside the RAG step when the
+            best node scores under it).
 
     Raises:
-        ConfigurationError: An unknown setting or an invalid value.
+        ConfigurationError: An unknown setting or an invalid value (also ``verdict="structured"``
+            with an ``llm`` that cannot call tools).
     """
 
     def __init__(
@@ -202,6 +232,10 @@ class SelfRouteQueryEngine(BaseQueryEngine):
         self._config = _build_config(
             config, prompts, self._long_context_llm, long_context_window, settings
         )
+        if self._config.verdict is VerdictMode.STRUCTURED:
+            why = structured_support(self._llm)
+            if why is not None:
+                structured_unsupported(True, why)
         self._long_context = self._make_source(
             long_context, along_context, docstore, vector_store, filters
         )
@@ -273,13 +307,17 @@ class SelfRouteQueryEngine(BaseQueryEngine):
             llm: The RAG-step LLM.
             long_context_llm: The long-context LLM (default: ``llm``).
             filters: Metadata filters for retrieval and for loading parent documents.
-            similarity_top_k: Chunks retrieved (default: ``k``, 5).
+            similarity_top_k: Chunks retrieved (default: ``k``, 5; with a ``k_ladder``, its
+                largest rung -- never fewer, so that every rung can be shown).
             retriever_kwargs: More arguments for ``index.as_retriever``.
             **kwargs: Anything :class:`SelfRouteQueryEngine` accepts.
         """
-        k = kwargs.get("k", (kwargs.get("config") or RouteConfig()).k)
+        rungs = retrieval_sizes(kwargs)
         rkw = dict(retriever_kwargs or {})
-        rkw.setdefault("similarity_top_k", similarity_top_k or k)
+        top_k = rkw.get("similarity_top_k") or similarity_top_k or rungs[0]
+        if len(rungs) > 1:  # the retriever must return the ladder's largest rung
+            top_k = max(top_k, rungs[-1])
+        rkw["similarity_top_k"] = top_k
         if filters is not None:
             rkw["filters"] = filters
         retriever = index.as_retriever(**rkw)

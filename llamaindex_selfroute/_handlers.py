@@ -4,22 +4,30 @@ No routing happens here. ``retrieve`` calls the retriever (and node postprocesso
 ``generate``/``stream`` call the stage's LLM with the prompt the flow rendered and report what the
 provider said about usage, ``load_long_context`` asks the long-context source. The async methods
 only await (``aretrieve``, ``achat``, ``astream_chat`` ...); they never call the sync ones.
+
+A RAG step offered in structured form (``verdict="structured"``/``"auto"``) goes to a
+function-calling LLM as one required tool call (``chat_with_tools``); other LLMs get the plain
+sentinel prompt (or, for ``verdict="structured"``, a ``ConfigurationError``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
+from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.tools import BaseTool
 from llama_index_instrumentation import get_dispatcher
 
 from llamaindex_selfroute._events import SelfRouteStepEndEvent, SelfRouteStepStartEvent
 from llamaindex_selfroute._parents import LongContextSource
+from llamaindex_selfroute._structured import structured_support, tool_arguments, verdict_tool
 from llamaindex_selfroute._usage import StreamUsage, model_from_response, usage_from_response
 from selfroute import (
     ContextDocument,
@@ -31,6 +39,9 @@ from selfroute import (
     Retrieve,
     SelfRouteError,
     Stage,
+    StructuredRequest,
+    load_structured,
+    structured_unsupported,
 )
 
 __all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
@@ -231,7 +242,89 @@ class LlamaIndexHandler:
             model=model_from_response(response) or configured_model_name(llm),
         )
 
+    # -- structured verdicts -----------------------------------------------------------------
+    def _structured_llm(self, step: Generate) -> FunctionCallingLLM | None:
+        """The stage's LLM if the step is offered in structured form and the LLM can do it.
+
+        Raises:
+            ConfigurationError: Structured output is required and the LLM cannot give it.
+        """
+        request = step.structured
+        if request is None:
+            return None
+        llm = self.llms[step.stage]
+        why = structured_support(llm)
+        if why is not None:
+            structured_unsupported(request.required, why)
+            return None
+        assert isinstance(llm, FunctionCallingLLM)
+        return llm
+
+    def _tool_request(
+        self, llm: FunctionCallingLLM, request: StructuredRequest
+    ) -> tuple[list[BaseTool], dict[str, Any]]:
+        """The one required verdict tool and the arguments of ``chat_with_tools``."""
+        messages = self._messages(llm, request.prompt)
+        tools: list[BaseTool] = [verdict_tool(request.schema, request.name)]
+        kwargs: dict[str, Any] = {
+            "user_msg": messages[-1],
+            "chat_history": messages[:-1],
+            "tool_required": True,
+            **self.llm_kwargs,
+        }
+        return tools, kwargs
+
+    def _structured_generation(
+        self, llm: FunctionCallingLLM, request: StructuredRequest, response: Any
+    ) -> Generation:
+        structured, error = tool_arguments(llm, response, request.name)
+        if structured is not None:
+            text = json.dumps(structured, ensure_ascii=False)
+        else:  # no valid tool call: the text may still hold the object
+            text = str(getattr(getattr(response, "message", None), "content", None) or "")
+            structured = load_structured(text)
+            if structured is not None:
+                error = None
+        # with ``structured_error`` set the flow takes a plain decline in ``text`` as a decline
+        # and anything else as garbled (to long context): never as an answer
+        return Generation(
+            text=text,
+            usage=usage_from_response(response),
+            model=model_from_response(response) or configured_model_name(llm),
+            structured=structured,
+            structured_error=error,
+        )
+
+    def _structured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
+        assert step.structured is not None
+        self._start(step, streaming=False)
+        tools, kwargs = self._tool_request(llm, step.structured)
+        response = llm.chat_with_tools(tools, **kwargs)
+        return self._end(step, self._structured_generation(llm, step.structured, response))
+
+    async def _astructured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
+        assert step.structured is not None
+        self._start(step, streaming=False)
+        tools, kwargs = self._tool_request(llm, step.structured)
+        response = await llm.achat_with_tools(tools, **kwargs)
+        return self._end(step, self._structured_generation(llm, step.structured, response))
+
+    def _streamed(self, step: Generate, gen: Generation) -> Iterator[GenerationChunk]:
+        """A structured call's output as one chunk with its object (the flow holds it back until
+        it is checked)."""
+        yield GenerationChunk(
+            text=gen.text,
+            usage=gen.usage,
+            model=gen.model,
+            structured=gen.structured,
+            structured_error=gen.structured_error,
+        )
+
+    # -- plain calls ---------------------------------------------------------------------------
     def _call(self, step: Generate) -> Generation:
+        structured_llm = self._structured_llm(step)
+        if structured_llm is not None:
+            return self._structured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
         if _is_chat_model(llm):
             chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
@@ -242,6 +335,9 @@ class LlamaIndexHandler:
         return self._end(step, gen)
 
     async def _acall(self, step: Generate) -> Generation:
+        structured_llm = self._structured_llm(step)
+        if structured_llm is not None:
+            return await self._astructured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
         if _is_chat_model(llm):
             chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
@@ -289,7 +385,14 @@ class LlamaIndexHandler:
         return GenerationChunk(text="", usage=acc.usage(), model=model)
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
-        """Run the stage's LLM on the prompt, streaming text deltas; usage comes last."""
+        """Run the stage's LLM on the prompt, streaming text deltas; usage comes last.
+
+        A structured step is one non-streaming tool call whose text is yielded once.
+        """
+        structured_llm = self._structured_llm(step)
+        if structured_llm is not None:
+            yield from self._streamed(step, self._structured_call(step, structured_llm))
+            return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
         if _is_chat_model(llm):
@@ -308,6 +411,12 @@ class LlamaIndexHandler:
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
         """Async :meth:`stream`."""
+        structured_llm = self._structured_llm(step)
+        if structured_llm is not None:
+            gen = await self._astructured_call(step, structured_llm)
+            for chunk in self._streamed(step, gen):
+                yield chunk
+            return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
         if _is_chat_model(llm):

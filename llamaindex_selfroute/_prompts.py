@@ -12,8 +12,13 @@ from selfroute import ConfigurationError, Prompts
 
 __all__ = ["PROMPT_KEYS", "prompts_to_templates", "update_prompts"]
 
-#: Keys of ``engine.get_prompts()`` / ``engine.update_prompts()``.
-PROMPT_KEYS = {"rag_prompt": "rag", "long_context_prompt": "long_context"}
+#: Keys of ``engine.get_prompts()`` / ``engine.update_prompts()`` (the ``selfroute.Prompts``
+#: fields they stand for). ``structured_rag_prompt`` is the RAG prompt of structured verdicts.
+PROMPT_KEYS = {
+    "rag_prompt": "rag",
+    "long_context_prompt": "long_context",
+    "structured_rag_prompt": "structured_rag",
+}
 
 #: LlamaIndex's conventional variable names, accepted as aliases.
 _ALIASES = {"context_str": "context", "query_str": "question"}
@@ -29,7 +34,8 @@ def _fill(template: str, name: str, value: Any) -> str:
 
 
 def prompts_to_templates(prompts: Prompts) -> dict[str, BasePromptTemplate]:
-    """The RAG and long-context templates, with the sentinel filled in as a partial."""
+    """The RAG, long-context and structured-RAG templates, with the sentinel filled in as a
+    partial."""
     return {
         key: PromptTemplate(getattr(prompts, attr)).partial_format(sentinel=prompts.sentinel)
         for key, attr in PROMPT_KEYS.items()
@@ -62,7 +68,8 @@ def _template_text(name: str, prompt: Any) -> tuple[str, str | None]:
 def update_prompts(prompts: Prompts, updates: dict[str, Any]) -> Prompts:
     """A copy of ``prompts`` with templates from ``engine.update_prompts({...})`` applied.
 
-    Accepts ``PromptTemplate`` objects or strings under ``rag_prompt`` / ``long_context_prompt``.
+    Accepts ``PromptTemplate`` objects or strings under ``rag_prompt`` / ``long_context_prompt`` /
+    ``structured_rag_prompt``.
     Variables may use the flow's names (``{context}``, ``{question}``, ``{sentinel}``) or
     LlamaIndex's (``{context_str}``, ``{query_str}``); other partially formatted variables are
     filled in. Unknown keys are ignored (``PromptMixin`` routes ``module:key`` to sub-modules).

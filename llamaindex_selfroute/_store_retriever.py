@@ -122,13 +122,21 @@ class SelfRouteStoreRetriever(BaseRetriever):
 
         Args:
             llm: The RAG-step LLM (default ``Settings.llm``).
-            **kwargs: More ``SelfRouteQueryEngine`` settings (``long_context_llm``, ...).
+            **kwargs: More ``SelfRouteQueryEngine`` settings (``long_context_llm``, ``k_ladder``
+                ...); with a ``k_ladder`` the engine retrieves its largest rung.
         """
-        from llamaindex_selfroute._engine import SelfRouteQueryEngine
+        from llamaindex_selfroute._engine import SelfRouteQueryEngine, retrieval_sizes
 
         kwargs.setdefault("k", self.k)
+        top = retrieval_sizes(kwargs)[-1]
+        # with a k_ladder the engine needs the largest rung: retrieve that many
+        retriever = (
+            self
+            if top <= self.k
+            else type(self)(self.retriever, k=top, callback_manager=self.callback_manager)
+        )
         return SelfRouteQueryEngine(
-            self,
+            retriever,
             llm=llm,
             long_context=self.long_context,
             along_context=self.along_context,

@@ -7,28 +7,59 @@ from typing import Any
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.tools import QueryEngineTool, ToolMetadata, ToolOutput
 
-from llamaindex_selfroute._engine import SelfRouteQueryEngine
-from selfroute import ConfigurationError
+from llamaindex_selfroute._engine import RESULT_OBJECT_KEY, SelfRouteQueryEngine
+from selfroute import Abstention, ConfigurationError, RouteResult
 
-__all__ = ["DEFAULT_TOOL_DESCRIPTION", "SelfRouteTool", "create_selfroute_tool"]
+__all__ = [
+    "ABSTENTION_MESSAGES",
+    "DEFAULT_TOOL_DESCRIPTION",
+    "SelfRouteTool",
+    "create_selfroute_tool",
+]
 
 DEFAULT_TOOL_DESCRIPTION = (
     "Answers a question from the indexed documents. Input: one self-contained natural-language "
-    "question. Output: a short answer taken from the documents."
+    "question. Output: a short answer taken from the documents, or a note that the documents do "
+    "not contain the answer."
 )
+
+#: What the tool tells the agent instead of the answer when the engine abstained.
+ABSTENTION_MESSAGES = {
+    Abstention.DECLINED: (
+        "NOT FOUND: the documents do not contain the answer to this question. Do not guess; "
+        "say that the documents do not answer it, or try a different question."
+    ),
+    Abstention.UNGROUNDED: (
+        "NOT FOUND: no answer supported by the documents' text was found for this question "
+        "(a candidate answer could not be verified against the documents). Do not guess."
+    ),
+    Abstention.OVER_BUDGET: (
+        "NOT FOUND: the retrieved passages do not contain the answer, and the full documents "
+        "were not read (long-context budget exhausted). Do not guess."
+    ),
+}
 
 
 class SelfRouteTool(QueryEngineTool):
     """A ``QueryEngineTool`` that also works with a streaming engine.
 
-    The output's ``content`` is the answer; ``raw_output`` is the ``Response`` whose
-    ``metadata["selfroute"]`` holds the route, reason, usage and counterfactual (a streamed
-    answer is collected first, so an agent always gets the finished answer and metadata).
+    The output's ``content`` is the answer -- or, when the engine abstained (the documents do not
+    contain the answer, or grounded mode could not verify one), a plain "NOT FOUND: ..." note
+    (:data:`ABSTENTION_MESSAGES`) so the agent does not mistake a decline for an answer.
+    ``raw_output`` is the ``Response`` whose ``metadata["selfroute"]`` holds the route, reason,
+    abstention, usage and counterfactual (a streamed answer is collected first, so an agent always
+    gets the finished answer and metadata).
     """
 
     def _output(self, query: str, response: Any) -> ToolOutput:
+        content = str(response.response or "")
+        result = (getattr(response, "metadata", None) or {}).get(RESULT_OBJECT_KEY)
+        if isinstance(result, RouteResult) and result.abstention is not None:
+            content = ABSTENTION_MESSAGES.get(
+                result.abstention, ABSTENTION_MESSAGES[Abstention.DECLINED]
+            )
         return ToolOutput(
-            content=str(response.response or ""),
+            content=content,
             tool_name=self.metadata.get_name(),
             raw_input={"input": query},
             raw_output=response,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conformance.scenarios import DOCUMENT
+from tests.integration.llamaindex_selfroute._tool_server import ToolCallingOpenAIServer, tool_call
 from tests.support._loopback import last_user_text, prompt_text
 from tests.support.openai_server import Reply
 
@@ -23,6 +25,13 @@ def examples() -> list[tuple[str, str]]:
     return EXAMPLE.findall(DOCS.read_text(encoding="utf-8"))
 
 
+@pytest.fixture
+def openai_server() -> Iterator[ToolCallingOpenAIServer]:
+    """The loopback server, able to answer with tool calls (the structured-verdict example)."""
+    with ToolCallingOpenAIServer() as server:
+        yield server
+
+
 def responder(body: dict) -> Reply:
     prompt = last_user_text(body)
     if "Action Input" in prompt_text(body):  # the ReAct agent's own LLM
@@ -33,12 +42,20 @@ def responder(body: dict) -> Reply:
         return Reply(
             f"Thought: I should ask the records.\nAction: lighthouse_records\nAction Input: {action}"
         )
-    if '"unanswerable"' in prompt:  # the RAG step
+    if body.get("tools"):  # the RAG step with a structured verdict
+        knows = "keep the lamp" in prompt and "thirty-one years" in prompt
+        verdict = {"answerable": knows, "answer": "Thirty-one years." if knows else ""}
+        return Reply(tool_call(verdict))
+    if '"unanswerable"' in prompt and "Document:\n" not in prompt:  # the RAG step
         if "keep the lamp" in prompt and "thirty-one years" in prompt:
             return Reply("Thirty-one years.")
         if "vault code" in prompt and "is 1234" in prompt:
             return Reply("1234.")
         return Reply("unanswerable")
+    if "favourite song" in prompt:  # the long-context step, inventing an answer
+        return Reply('"Shenandoah".\nQuote: "Mara Holt sang Shenandoah on the ninety-two steps."')
+    if "Summarize" in prompt:
+        return Reply('A keeper\'s life.\nQuote: "kept the lamp at Grey Point for thirty-one years"')
     if "Mara Holt" in prompt:  # the long-context step
         return Reply("Mara Holt was born in 1901 in Dunmore.")
     return Reply("I do not know.")
@@ -55,6 +72,8 @@ def test_examples_are_found() -> None:
         "async",
         "agent",
         "prompts",
+        "structured",
+        "policies",
     ]
 
 
@@ -98,5 +117,18 @@ def test_docs_examples_run(openai_server, tmp_path, monkeypatch, capsys) -> None
             assert out.strip().endswith("Mara Holt was born in 1901 in Dunmore.")
         elif name == "prompts":
             lines = out.splitlines()
-            assert lines == ["['long_context_prompt', 'rag_prompt']", "Thirty-one years."]
+            assert lines == [
+                "['long_context_prompt', 'rag_prompt', 'structured_rag_prompt']",
+                "Thirty-one years.",
+            ]
             assert prompts[0].startswith("Excerpts:\n")
+        elif name == "structured":
+            assert out.splitlines() == [
+                "long_context True",
+                "Mara Holt was born in 1901 in Dunmore.",
+            ]
+            assert openai_server.requests[0]["tool_choice"] == "required"
+            assert models == ["gpt-4o-mini", "gpt-4o"]
+        elif name == "policies":
+            assert out.splitlines() == ["unanswerable", "True ungrounded", "global_question True"]
+            assert models == ["gpt-4o-mini", "gpt-4o", "gpt-4o"]  # the summary skipped RAG

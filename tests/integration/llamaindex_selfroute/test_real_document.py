@@ -81,6 +81,8 @@ def test_unanswerable_reads_the_whole_document(openai_server, build, docstore: s
     result = get_route_result(build(**kwargs).query(HALLU))
     assert (result.route, result.reason) == (sr.Route.LONG_CONTEXT, sr.Reason.DECLINED)
     assert result.answer == "The text does not mention his favorite book."
+    # the long-context model declined in its own words: the result abstains
+    assert result.abstention is sr.Abstention.DECLINED and result.long_context_verdict == "refusal"
     # the document arrives whole and in order, whether kept or rebuilt from its 300-word chunks
     assert TEXT.strip() in _lc_prompt(openai_server)
     assert result.context["truncated"] is False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, Callable, Generator, Sequence
 from typing import Any
 
@@ -17,9 +18,12 @@ from llama_index.core.base.llms.types import (
     CompletionResponseGen,
     LLMMetadata,
     MessageRole,
+    ToolCallBlock,
 )
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.schema import (
     NodeRelationship,
     NodeWithScore,
@@ -236,6 +240,110 @@ class ScriptedLLM(CustomLLM):
                 yield chunk
 
         return gen()
+
+
+class ScriptedToolLLM(ScriptedLLM, FunctionCallingLLM):
+    """A function-calling :class:`ScriptedLLM`: ``chat_with_tools`` answers with a tool call.
+
+    ``tool_reply`` is the call's arguments: a dict, raw argument text (``'{"answerable": tr'`` for
+    garbled JSON), ``prompt -> either``, or ``None`` for no tool call (the model writes ``reply``
+    as text instead). ``function_calling=False`` makes the metadata say the model cannot call
+    tools. Tool calls are recorded as ``chat_with_tools`` / ``achat_with_tools``; ``tool_requests``
+    keeps the tool specs and ``tool_required`` of each.
+    """
+
+    tool_reply: Any = None
+    function_calling: bool = True
+    _tool_requests: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    @property
+    def tool_requests(self) -> list[dict[str, Any]]:
+        return self._tool_requests
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(
+            context_window=self.window,
+            num_output=256,
+            is_chat_model=True,
+            is_function_calling_model=self.function_calling,
+            model_name=self.model,
+        )
+
+    def _prepare_chat_with_tools(
+        self,
+        tools: Sequence[Any],
+        user_msg: str | ChatMessage | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        verbose: bool = False,
+        allow_parallel_tool_calls: bool = False,
+        tool_required: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        messages = list(chat_history or [])
+        if isinstance(user_msg, str):
+            user_msg = ChatMessage(role=MessageRole.USER, content=user_msg)
+        if user_msg is not None:
+            messages.append(user_msg)
+        specs = [tool.metadata.to_openai_tool() for tool in tools]
+        return {"messages": messages, "tools": specs, "tool_required": tool_required, **kwargs}
+
+    def _tool_response(
+        self, method: str, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
+    ) -> ChatResponse:
+        prompt = self._prompt_of(messages)
+        self._calls.append(method)
+        self._prompts.append(prompt)
+        self._messages.append(list(messages))
+        self._tool_requests.append(
+            {"tools": kwargs["tools"], "tool_required": kwargs.get("tool_required")}
+        )
+        if self.fail is not None:
+            raise self.fail
+        args = self.tool_reply(prompt) if callable(self.tool_reply) else self.tool_reply
+        if args is None:
+            return self._chat_response(self._text(prompt))
+        name = kwargs["tools"][0]["function"]["name"]
+        call = ToolCallBlock(tool_call_id="call-1", tool_name=name, tool_kwargs=args)
+        return ChatResponse(
+            message=ChatMessage(role=MessageRole.ASSISTANT, blocks=[call]),
+            raw=self._raw(),
+            additional_kwargs=self._kwargs(),
+        )
+
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        if "tools" in kwargs:
+            return self._tool_response("chat_with_tools", messages, kwargs)
+        return self._chat_response(self._record("chat", self._prompt_of(messages), messages))
+
+    @llm_chat_callback()
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        await self._pause()
+        if "tools" in kwargs:
+            return self._tool_response("achat_with_tools", messages, kwargs)
+        return self._chat_response(self._record("achat", self._prompt_of(messages), messages))
+
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
+    ) -> list[ToolSelection]:
+        calls = [b for b in response.message.blocks if isinstance(b, ToolCallBlock)]
+        if not calls and error_on_no_tool_call:
+            raise ValueError("no tool call")
+        out = []
+        for call in calls:
+            args = call.tool_kwargs
+            if isinstance(args, str):  # like the OpenAI integration: unparseable -> {}
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    args = {}
+            out.append(
+                ToolSelection(
+                    tool_id=call.tool_call_id or "", tool_name=call.tool_name, tool_kwargs=args
+                )
+            )
+        return out
 
 
 def make_node(

@@ -1,7 +1,9 @@
 """The shared conformance scenarios through SelfRouteQueryEngine: query, aquery and streaming.
 
 Routes, reasons, answers, per-step usage, the counterfactual and the token ratio must be exactly
-those of the framework-free core (and so of the LangChain adapter) on the same script.
+those of the framework-free core (and so of the LangChain adapter) on the same script -- for the
+paper's scenarios and the policy ones (abstention, grounded mode, k-ladder, pre-routing, verdict
+modes), each run with its ``settings`` passed to the engine under the same names.
 """
 
 from __future__ import annotations
@@ -15,18 +17,38 @@ from llama_index.core.base.response.schema import (
 
 import selfroute as sr
 from llamaindex_selfroute import SelfRouteQueryEngine, get_route_result
-from tests.conformance.scenarios import LC_MODEL, RAG_MODEL, SCENARIOS, Scenario, check
+from tests.conformance.scenarios import (
+    ALL_SCENARIOS,
+    LC_MODEL,
+    RAG_MODEL,
+    SCENARIOS,
+    Scenario,
+    check,
+    expected_stages,
+)
 from tests.unit.llamaindex_selfroute._scripted import scenario_parts
 
-IDS = [s.name for s in SCENARIOS]
+IDS = [s.name for s in ALL_SCENARIOS]
 
 
 def _engine(scenario: Scenario, *, streaming: bool = False, chat_model: bool = True):
     retriever, rag, lc = scenario_parts(scenario, chat_model=chat_model)
     engine = SelfRouteQueryEngine(
-        retriever, rag, lc, long_context=scenario.document, streaming=streaming
+        retriever,
+        rag,
+        lc,
+        long_context=scenario.document,
+        streaming=streaming,
+        **scenario.settings,
     )
     return engine, retriever, rag, lc
+
+
+def _check_calls(scenario: Scenario, rag, lc, method: str) -> None:
+    """Each LLM got exactly the calls the scenario's stages say (a k-ladder: one per rung)."""
+    stages = expected_stages(scenario)
+    assert rag.calls == [method] * stages.count(sr.Stage.RAG), (scenario.name, rag.calls)
+    assert lc.calls == [method] * stages.count(sr.Stage.LONG_CONTEXT), (scenario.name, lc.calls)
 
 
 def _check_models(result: sr.RouteResult) -> None:
@@ -36,7 +58,7 @@ def _check_models(result: sr.RouteResult) -> None:
 
 
 @pytest.mark.parametrize("chat_model", [True, False], ids=["chat", "completion"])
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=IDS)
 def test_query(scenario: Scenario, chat_model: bool) -> None:
     engine, _, rag, lc = _engine(scenario, chat_model=chat_model)
     response = engine.query(scenario.question)
@@ -47,14 +69,13 @@ def test_query(scenario: Scenario, chat_model: bool) -> None:
     assert response.response == result.answer
     assert response.metadata["selfroute"]["route"] == scenario.route.value
     # the right model got the right prompt, through the API matching the model type
-    method = "chat" if chat_model else "complete"
-    assert rag.calls == ([] if scenario.reason is sr.Reason.NO_CHUNKS else [method])
-    assert lc.calls == ([method] if scenario.route is sr.Route.LONG_CONTEXT else [])
+    _check_calls(scenario, rag, lc, "chat" if chat_model else "complete")
+    assert response.metadata["selfroute"]["abstained"] is result.abstained
     if lc.prompts:
         assert scenario.document.strip() in lc.prompts[0]
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=IDS)
 async def test_aquery(scenario: Scenario) -> None:
     engine, retriever, rag, lc = _engine(scenario)
     response = await engine.aquery(scenario.question)
@@ -62,25 +83,26 @@ async def test_aquery(scenario: Scenario) -> None:
     check(result, scenario, engine.config)
     _check_models(result)
     assert retriever.calls == ["aretrieve"]
-    assert set(rag.calls + lc.calls) <= {"achat"}
+    _check_calls(scenario, rag, lc, "achat")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=IDS)
 def test_stream(scenario: Scenario) -> None:
     engine, _, rag, lc = _engine(scenario, streaming=True)
     response = engine.query(scenario.question)
     assert isinstance(response, StreamingResponse)
     # the retrieval ran before the first token: sources are known up front
-    assert [n.node.get_content() for n in response.source_nodes] == list(scenario.passages)
+    shown = list(scenario.passages[: engine.config.k])
+    assert [n.node.get_content() for n in response.source_nodes] == shown
     streamed = "".join(response.response_gen)
     result = get_route_result(response)
     check(result, scenario, engine.config)
     _check_models(result)
     assert streamed == result.answer
-    assert set(rag.calls + lc.calls) <= {"stream_chat"}
+    _check_calls(scenario, rag, lc, "stream_chat")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.parametrize("scenario", ALL_SCENARIOS, ids=IDS)
 async def test_astream(scenario: Scenario) -> None:
     engine, retriever, rag, lc = _engine(scenario, streaming=True)
     response = await engine.aquery(scenario.question)
@@ -90,7 +112,7 @@ async def test_astream(scenario: Scenario) -> None:
     check(result, scenario, engine.config)
     assert streamed == result.answer
     assert retriever.calls == ["aretrieve"]
-    assert set(rag.calls + lc.calls) <= {"astream_chat"}
+    _check_calls(scenario, rag, lc, "astream_chat")
 
 
 @pytest.mark.parametrize("style", ["raw", "kwargs"])

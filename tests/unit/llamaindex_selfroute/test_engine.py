@@ -59,7 +59,8 @@ def test_long_context_route_uses_the_strong_llm() -> None:
     )
     assert result.rag_answer == "unanswerable"
     assert [s.model for s in result.steps] == ["cheap", "strong"]
-    assert "Passage:" in lc.prompts[0] and DOCUMENT.strip() in lc.prompts[0]
+    assert "Document:" in lc.prompts[0] and DOCUMENT.strip() in lc.prompts[0]
+    assert "Passage:" in rag.prompts[0] and "Passage:" not in lc.prompts[0]
     assert 'write "unanswerable"' in rag.prompts[0]
     assert result.stage_usage("long_context").input_tokens == LC_USAGE.input_tokens
 
@@ -348,8 +349,10 @@ def test_stream_decline_never_leaks() -> None:
 def test_prompts_are_visible_and_replaceable() -> None:
     engine, _, rag, lc = _engine(rag_output="NOPE")
     prompts = engine.get_prompts()
-    assert set(prompts) == {"rag_prompt", "long_context_prompt"}
+    assert set(prompts) == {"rag_prompt", "long_context_prompt", "structured_rag_prompt"}
     assert prompts["rag_prompt"].get_template() == sr.DEFAULT_RAG_PROMPT
+    assert prompts["long_context_prompt"].get_template() == sr.DEFAULT_LONG_CONTEXT_PROMPT
+    assert prompts["structured_rag_prompt"].get_template() == sr.DEFAULT_STRUCTURED_RAG_PROMPT
     text = prompts["rag_prompt"].format(context="CTX", question="Q?")
     assert "CTX" in text and "unanswerable" in text
     engine.update_prompts(
