@@ -14,6 +14,7 @@ The first stdout line is the base URL.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -32,7 +33,17 @@ from tests.support._loopback import (
     sse,
 )
 
-__all__ = ["Reply", "Responder", "ScriptedOpenAIServer", "rules"]
+#: A scripted reply starting with this is sent as a tool call (when the request offers tools).
+TOOL_CALL = "TOOL_CALL:"
+
+
+def tool_call(arguments: dict[str, Any] | str) -> str:
+    """Reply text that the server sends as a call of the request's first tool with ``arguments``
+    (a dict, or raw text for garbled arguments). Non-streaming replies only."""
+    return TOOL_CALL + (arguments if isinstance(arguments, str) else json.dumps(arguments))
+
+
+__all__ = ["TOOL_CALL", "Reply", "Responder", "ScriptedOpenAIServer", "rules", "tool_call"]
 
 _ERROR_TYPES = {
     400: ("invalid_request_error", "invalid_request"),
@@ -108,16 +119,32 @@ class ScriptedOpenAIServer(LoopbackServer):
         }
 
     def completion_body(self, done: Completion) -> dict[str, Any]:
-        message = {"role": "assistant", "content": done.text, "refusal": None}
+        message: dict[str, Any] = {"role": "assistant", "content": done.text, "refusal": None}
+        finish = done.reply.finish_reason
+        tools = done.body.get("tools") or []
+        if done.text.startswith(TOOL_CALL) and tools:
+            # A scripted tool call (structured verdicts through tool calling): the request's
+            # first tool is called with the text after the marker as its arguments.
+            message = {
+                "role": "assistant",
+                "content": None,
+                "refusal": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{uuid.uuid4().hex[:24]}",
+                        "type": "function",
+                        "function": {
+                            "name": tools[0]["function"]["name"],
+                            "arguments": done.text[len(TOOL_CALL) :],
+                        },
+                    }
+                ],
+            }
+            finish = "tool_calls"
         return {
             **self._envelope(done, "chat.completion"),
             "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "logprobs": None,
-                    "finish_reason": done.reply.finish_reason,
-                }
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
             ],
             "usage": self._usage(done),
         }

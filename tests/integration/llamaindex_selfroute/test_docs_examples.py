@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conformance.scenarios import DOCUMENT
-from tests.integration.llamaindex_selfroute._tool_server import ToolCallingOpenAIServer, tool_call
 from tests.support._loopback import last_user_text, prompt_text
-from tests.support.openai_server import Reply
+from tests.support.openai_server import Reply, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -23,13 +21,6 @@ QUESTION_BORN = "When was Mara Holt born?"
 
 def examples() -> list[tuple[str, str]]:
     return EXAMPLE.findall(DOCS.read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def openai_server() -> Iterator[ToolCallingOpenAIServer]:
-    """The loopback server, able to answer with tool calls (the structured-verdict example)."""
-    with ToolCallingOpenAIServer() as server:
-        yield server
 
 
 def responder(body: dict) -> Reply:

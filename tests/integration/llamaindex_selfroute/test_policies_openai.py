@@ -22,10 +22,9 @@ from llamaindex_selfroute import (
     get_route_result,
 )
 from tests.conformance.scenarios import DOCUMENT
-from tests.integration.llamaindex_selfroute._tool_server import ToolCallingOpenAIServer, tool_call
 from tests.support._loopback import last_user_text
 from tests.support.clients import llamaindex_openai
-from tests.support.openai_server import Reply
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -65,8 +64,8 @@ def responder(body: dict) -> Reply:
 
 
 @pytest.fixture
-def server() -> Iterator[ToolCallingOpenAIServer]:
-    with ToolCallingOpenAIServer(responder) as srv:
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(responder) as srv:
         yield srv
 
 

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from tests.support.clients import chat_openai, merge_chunks
-from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, tool_call
 
 pytestmark = pytest.mark.integration
 
@@ -83,6 +83,22 @@ def test_raw_completion_shape(openai_server):
     assert data["choices"][0]["message"] == {"role": "assistant", "content": "hi", "refusal": None}
     assert data["usage"]["total_tokens"] == 6
     assert data["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_scripted_tool_call_through_the_openai_sdk(openai_server):
+    openai_server.responder = lambda body: tool_call({"answerable": False, "answer": ""})
+    client = openai.OpenAI(base_url=openai_server.base_url, api_key="k")
+    tools = [{"type": "function", "function": {"name": "rag_verdict", "parameters": {}}}]
+    resp = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "q"}], tools=tools
+    )
+    (call,) = resp.choices[0].message.tool_calls or []
+    assert resp.choices[0].finish_reason == "tool_calls" and resp.choices[0].message.content is None
+    assert call.function.name == "rag_verdict"
+    assert json.loads(call.function.arguments) == {"answerable": False, "answer": ""}
+    # without tools in the request the marker is plain text
+    plain = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+    assert plain.choices[0].message.content.startswith("TOOL_CALL:")
 
 
 def test_models_endpoint_and_unknown_route(openai_server):
