@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, str] = {
     "1": "benchmarks.bench_overhead",
     "2": "benchmarks.bench_concurrency",
     "3": "benchmarks.bench_streaming",
+    "7": "benchmarks.bench_policies",
 }
 
 START = "<!-- results:start -->"

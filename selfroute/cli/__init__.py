@@ -7,6 +7,7 @@
     selfroute chat                        # the same, interactively
     selfroute stats                       # what the store holds
     selfroute eval ...                    # LC vs RAG vs Self-Route on a labelled set
+    selfroute calibrate RESULTS           # pre-routing settings from an eval run -> selfroute.toml
 
 Settings come from flags, then ``SELFROUTE_*`` environment variables, then ``selfroute.toml``
 (see ``docs/cli.md``). Frameworks are imported only by the commands that need them.
@@ -125,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     stats.set_defaults(func=_run("stats"))
 
     _register_eval(sub)
+
+    from selfroute.cli._calibrate import add_parser as add_calibrate
+
+    add_calibrate(sub, [common], _EPILOG)
     return parser
 
 

@@ -11,17 +11,21 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
-from selfroute._flow import validate_question
+from selfroute._flow import RouteConfig, validate_question
+from selfroute._preroute import PreRoute
 from selfroute._result import RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, parse_model_spec
 from selfroute.cli._output import (
+    NOT_FOUND,
     Progress,
+    format_answer,
+    format_citations,
     format_index_report,
     format_result,
     format_session,
@@ -31,7 +35,7 @@ from selfroute.cli._output import (
 from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
 
-__all__ = ["run_ask", "run_chat", "run_index", "run_stats", "settings_for"]
+__all__ = ["policies", "run_ask", "run_chat", "run_index", "run_stats", "settings_for"]
 
 _EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 
@@ -142,6 +146,43 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
     return kwargs, currency
 
 
+def policies(settings: Settings) -> dict[str, Any]:
+    """The Self-Route policy options of ``settings`` as :class:`~selfroute.RouteConfig` fields:
+    ``k_ladder``, ``pre_route``, ``verdict`` and ``grounded``."""
+    pre_route = None
+    if settings.pre_route or settings.min_top_score is not None:
+        pre_route = PreRoute(
+            global_questions=bool(settings.pre_route), min_top_score=settings.min_top_score
+        )
+    return {
+        "k_ladder": tuple(settings.k_ladder or ()),
+        "pre_route": pre_route,
+        "verdict": settings.verdict,
+        "grounded": bool(settings.grounded),
+    }
+
+
+def _with_policies(route: Any, options: dict[str, Any]) -> Any:
+    """``route`` (a ``SelfRoute``) running with the policy options.
+
+    Options the adapter takes as fields were passed when it was built; the others are set on the
+    core config it built (the same :class:`~selfroute.RouteConfig` fields the flow reads).
+    """
+    config: RouteConfig = route.config
+    updated = replace(config, **options)  # validates: a k_ladder below k is an error here
+    if updated != config:
+        route._route_config = updated
+    return route
+
+
+def _adapter_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """The policy options the LangChain ``SelfRoute`` accepts as constructor fields."""
+    from langchain_selfroute import SelfRoute
+
+    fields = getattr(SelfRoute, "model_fields", {})
+    return {k: v for k, v in options.items() if k in fields}
+
+
 def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
     """The long-context model: ``--lc-model`` at ``--lc-base-url``; a bare ``--lc-model`` name (or
     none) shares ``--base-url``, while ``openai:``/``google:`` means that provider's own API."""
@@ -164,6 +205,9 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     llm = build_chat_model(rag_spec, flag="--model", **common)
     lc_llm = None if lc_spec == rag_spec else build_chat_model(lc_spec, flag="--lc-model", **common)
     kwargs, currency = _route_kwargs(settings)
+    options = policies(settings)
+    replace(RouteConfig(k=settings.k), **options)  # a bad k_ladder fails before any work
+    kwargs.update(_adapter_fields(options))
     if lc_llm is not None:
         kwargs["long_context_llm"] = lc_llm
     if doc is not None:
@@ -178,6 +222,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
             metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
         )
         route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
+        route = _with_policies(route, options)
         return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc")
     from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
     from selfroute.stores._retriever import HybridRetriever
@@ -186,15 +231,28 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
     core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
     retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
-    route = retriever.as_self_route(llm, **kwargs)
+    route = _with_policies(retriever.as_self_route(llm, **kwargs), options)
     return _Session(route, rag_spec, lc_spec, currency, settings.retrieval)
 
 
 def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
-    data = result.to_dict()
+    data = result.to_dict()  # ``answer`` and ``unverified_answer`` keep the model's text
+    data["shown_answer"] = format_answer(result)
     data["models"] = {"rag": str(session.rag), "long_context": str(session.long_context)}
     data["retrieval"] = session.retrieval
     return data
+
+
+def _report(result: RouteResult, session: _Session, args: argparse.Namespace) -> str:
+    """What follows the answer: citations (grounded mode), the route report, the sources."""
+    parts = []
+    citations = format_citations(result)
+    if citations:
+        parts.append(citations)
+    parts.append(format_result(result, currency=session.currency))
+    if args.show_sources:
+        parts.append(format_sources(result.sources))
+    return "\n".join(parts)
 
 
 def _stream_events(session: _Session, question: str) -> Iterator[tuple[str, Any]]:
@@ -217,9 +275,7 @@ def _answer(session: _Session, question: str, args: argparse.Namespace, out: Tex
         if args.json:
             _print_json(_payload(result, session), out)
         else:
-            out.write(f"{result.answer}\n\n{format_result(result, currency=session.currency)}\n")
-            if args.show_sources:
-                out.write(format_sources(result.sources) + "\n")
+            out.write(f"{format_answer(result)}\n\n{_report(result, session, args)}\n")
         return result
     final: RouteResult | None = None
     for kind, value in _stream_events(session, question):
@@ -246,9 +302,9 @@ def _answer(session: _Session, question: str, args: argparse.Namespace, out: Tex
     if final is None:  # pragma: no cover - the stream always ends with the result
         raise SelfRouteError("the stream ended without a result")
     if not args.json:
-        out.write(f"\n\n{format_result(final, currency=session.currency)}\n")
-        if args.show_sources:
-            out.write(format_sources(final.sources) + "\n")
+        if final.abstained:
+            out.write(f"\n{NOT_FOUND}")
+        out.write(f"\n\n{_report(final, session, args)}\n")
     return final
 
 

@@ -1,7 +1,9 @@
 """Settings of the command line: flags > ``SELFROUTE_*`` environment variables > ``selfroute.toml``.
 
 Every setting is declared once in :data:`SETTINGS` (name, flag, type, default, help); the parser,
-the environment lookup, the TOML lookup and the table in ``docs/cli.md`` all come from it.
+the environment lookup, the TOML lookup and the table in ``docs/cli.md`` all come from it. Most
+settings are top-level keys of ``selfroute.toml``; the pre-routing ones live in a ``[pre_route]``
+table (``global_questions``, ``min_top_score``), which ``selfroute calibrate`` writes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "CONFIG_FILE",
     "ENV_PREFIX",
     "SETTINGS",
+    "TABLES",
     "Setting",
     "Settings",
     "add_settings",
@@ -81,6 +84,41 @@ def _text(text: Any) -> str:
     return text.strip()
 
 
+def _finite(text: Any) -> float:
+    if isinstance(text, bool):
+        raise ValueError(f"expected a number, got {text!r}")
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _ladder(value: Any) -> tuple[int, ...]:
+    """``20``, ``"10,20"`` or ``[10, 20]`` -> ``(10, 20)``; ``""``/``[]`` -> ``()`` (off)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected integers like 10,20, got {value!r}")
+    if isinstance(value, int):
+        parts: list[Any] = [value]
+    elif isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        raise ValueError(f"expected integers like 10,20, got {value!r}")
+    rungs = []
+    for part in parts:
+        if isinstance(part, (bool, float)):
+            raise ValueError(f"expected integers like 10,20, got {value!r}")
+        try:
+            rung = int(part)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected integers like 10,20, got {value!r}") from None
+        if rung < 1:
+            raise ValueError(f"expected positive integers, got {value!r}")
+        rungs.append(rung)
+    return tuple(rungs)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One configurable setting.
@@ -95,6 +133,8 @@ class Setting:
         choices: Allowed values, if a closed set.
         metavar: Placeholder in ``--help``.
         default_doc: How the default reads in the docs (when not ``default`` itself).
+        toml_key: Where it lives in ``selfroute.toml`` when not at the top level under
+            ``name`` (``pre_route.min_top_score``: the ``min_top_score`` key of ``[pre_route]``).
     """
 
     name: str
@@ -106,11 +146,17 @@ class Setting:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     default_doc: str | None = None
+    toml_key: str | None = None
 
     @property
     def env(self) -> str:
         """The environment variable (``SELFROUTE_<NAME>``)."""
         return ENV_PREFIX + self.name.upper()
+
+    @property
+    def key(self) -> str:
+        """The key in ``selfroute.toml`` (dotted for a key inside a table)."""
+        return self.toml_key or self.name
 
 
 _STORE = ("index", "ask", "chat", "stats")
@@ -139,11 +185,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
     Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
     Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _QUERY),
+    Setting("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
+    Setting("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions"),
+    Setting("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),
+    Setting("verdict", "--verdict", _text, "sentinel", "how the RAG step declines: the sentinel word, a structured {answerable, answer} object, or structured when the model supports it", _QUERY, choices=("sentinel", "structured", "auto")),
+    Setting("grounded", "--grounded", _bool, False, "answers quote their supporting sentences, checked against the text: an unverified RAG answer escalates, an unverified long-context answer is withheld", _QUERY),
     Setting("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
 )  # fmt: skip
 
 _BY_NAME = {s.name: s for s in SETTINGS}
-_BOOL_FLAGS = {"follow_symlinks", "strict"}
+_BY_KEY = {s.key: s for s in SETTINGS}
+#: Tables of ``selfroute.toml`` whose keys are settings.
+TABLES = frozenset(k.split(".", 1)[0] for k in _BY_KEY if "." in k)
+_BOOL_FLAGS = {"follow_symlinks", "strict", "pre_route", "grounded"}
 
 
 def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
@@ -195,13 +249,20 @@ def load_toml(path: str | os.PathLike[str] | None, *, explicit: bool) -> dict[st
     section = data.pop("selfroute", None)
     if isinstance(section, dict):  # allow a [selfroute] table too
         data = {**data, **section}
-    out: dict[str, Any] = {}
+    flat: list[tuple[str, Any]] = []
     for key, value in data.items():
-        name = key.replace("-", "_")
-        if name not in _BY_NAME:
-            known = ", ".join(sorted(_BY_NAME))
+        table = key.replace("-", "_")
+        if table in TABLES and isinstance(value, dict):
+            flat += [(f"{table}.{sub.replace('-', '_')}", v) for sub, v in value.items()]
+        else:
+            flat.append((table, value))
+    out: dict[str, Any] = {}
+    for key, value in flat:
+        setting = _BY_KEY.get(key)
+        if setting is None:
+            known = ", ".join(sorted(_BY_KEY))
             raise ConfigurationError(f"{file}: unknown setting {key!r}; known settings: {known}")
-        out[name] = value
+        out[setting.name] = value
     out["__file__"] = str(file)
     return out
 
@@ -287,6 +348,7 @@ def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for s in settings:
+        key = f"[{s.key.replace('.', '] ')}" if "." in s.key else s.key
         if s.default_doc:
             default = s.default_doc
         elif isinstance(s.default, bool):
@@ -299,7 +361,7 @@ def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:
         if s.choices:
             meaning += f" (`{'`, `'.join(s.choices)}`)"
         lines.append(
-            f"| `{s.name}` | `{s.flag}` | `{s.env}` | {default} | {', '.join(s.commands)} | "
+            f"| `{key}` | `{s.flag}` | `{s.env}` | {default} | {', '.join(s.commands)} | "
             f"{meaning} |"
         )
     return "\n".join(lines)

@@ -9,11 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from selfroute._result import Passage, Reason, RouteResult, RouteStats
+from selfroute._grounding import Citation, locate_quote
+from selfroute._result import Abstention, Passage, Reason, Route, RouteResult, RouteStats
 from selfroute.stores._store import IndexReport, StoreStats
 
 __all__ = [
+    "NOT_FOUND",
     "Progress",
+    "format_answer",
+    "format_citations",
     "format_index_report",
     "format_result",
     "format_session",
@@ -31,7 +35,27 @@ _REASONS = {
     Reason.RAG_ERROR: "the RAG-step call failed",
     Reason.RETRIEVAL_ERROR: "retrieval failed",
     Reason.OVER_BUDGET: "declined, but the long-context budget is spent; no LC call made",
+    Reason.UNGROUNDED: "the RAG answer's quotes were not found in the retrieved chunks",
+    Reason.GLOBAL_QUESTION: "pre-routed: a question about the whole document",
+    Reason.WEAK_RETRIEVAL: "pre-routed: the best chunk scored under --min-top-score",
 }
+
+#: What ``ask`` and ``chat`` show instead of the answer when the result abstained.
+NOT_FOUND = "not found in the documents"
+
+_ABSTENTIONS = {
+    Abstention.DECLINED: "the long-context model found no answer in the documents",
+    Abstention.UNGROUNDED: "the answer's quotes were not found in the documents, so it is "
+    "withheld (--json shows it as unverified_answer)",
+    Abstention.OVER_BUDGET: "the long-context budget is spent, and the chunks held no answer",
+}
+
+
+def format_answer(result: RouteResult) -> str:
+    """The answer to show: the model's answer, or :data:`NOT_FOUND` when the result abstained."""
+    if result.abstained:
+        return NOT_FOUND
+    return result.answer or ""
 
 
 def short_path(path: str | os.PathLike[str] | None) -> str:
@@ -58,16 +82,35 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
     """The report under an answer: route, reason, tokens per step, always-LC, ratio, latency."""
     why = _REASONS.get(result.reason, "")
     lines = [f"route       {result.route.value}  [{result.reason.value}] {why}".rstrip()]
-    width = max([len(s.stage.value) for s in result.steps] + [5])
+    if result.abstention is not None:
+        lines.append(
+            f"abstained   [{result.abstention.value}] "
+            f"{_ABSTENTIONS.get(result.abstention, '')}".rstrip()
+        )
+    elif result.verified is not None:
+        lines.append(
+            "grounded    verified: every quote was found in the text the model was given"
+            if result.verified
+            else "grounded    NOT verified"
+        )
+    elif result.disputed:
+        lines.append(
+            "disputed    the chunks did not answer but the whole document did; nothing verified "
+            "it (--grounded checks quotes)"
+        )
+    names = [
+        _step_name(s.stage.value, s.k if s.stage.value == "rag" else None) for s in result.steps
+    ]
+    width = max([len(n) for n in names] + [5])
     first = True
-    for step in result.steps:
+    for step, name in zip(result.steps, names, strict=True):
         u = step.usage
         note = "" if not u.is_estimate else f"  [{u.source} estimate]"
         model = f"  {step.model}" if step.model else ""
         failed = f"  FAILED: {step.error}" if step.error else ""
         label = "tokens" if first else ""
         lines.append(
-            f"{label:<11} {step.stage.value:<{width}}  {_n(u.input_tokens):>9} in  "
+            f"{label:<11} {name:<{width}}  {_n(u.input_tokens):>9} in  "
             f"{_n(u.output_tokens):>6} out{model}  {step.latency_s:.2f} s{note}{failed}"
         )
         first = False
@@ -111,9 +154,47 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
     return "\n".join(lines)
 
 
+def _step_name(stage: str, k: int | None) -> str:
+    return stage if k is None else f"{stage} k={k}"
+
+
 def _snippet(text: str, width: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _where(passage: Passage) -> str:
+    meta = passage.metadata
+    where = short_path(meta.get("source") or meta.get("path") or passage.doc_id)
+    chunk = meta.get("chunk_index")
+    return where + (f" chunk {chunk}" if chunk is not None else "")
+
+
+def _citation_source(result: RouteResult, citation: Citation) -> str:
+    """Where a found quote came from: the retrieved chunk (RAG route, or a long-context quote
+    that a retrieved chunk also holds), else its offsets in the long context."""
+    sources = result.sources
+    index = citation.source_index
+    if result.route is Route.RAG and index is not None and 0 <= index < len(sources):
+        return _where(sources[index])
+    for passage in sources:
+        if locate_quote(citation.quote, passage.text) is not None:
+            return _where(passage)
+    if citation.start is not None:
+        return f"long context, characters {citation.start:,}-{citation.end:,}"
+    return "long context"
+
+
+def format_citations(result: RouteResult, *, width: int = 100) -> str:
+    """Grounded mode: each quote of the answer, where it was found, shortened (empty when the
+    result has no citations)."""
+    if not result.citations:
+        return ""
+    lines = ["citations"]
+    for i, c in enumerate(result.citations, 1):
+        where = _citation_source(result, c) if c.found else f"NOT FOUND ({c.reason})"
+        lines.append(f'  [{i}] {where}: "{_snippet(c.quote, width)}"')
+    return "\n".join(lines)
 
 
 def _ranks(meta: Mapping[str, Any]) -> str:
@@ -218,6 +299,8 @@ def format_session(stats: RouteStats) -> str:
         f"{s['calls']} question(s): {s['answered_from_chunks']} answered from chunks, "
         f"{s['calls'] - s['answered_from_chunks']} needed the long context"
     )
+    if s.get("abstained"):
+        text += f", {s['abstained']} not found in the documents"
     if s["token_ratio"] is not None:
         text += f"; {s['token_ratio']:.1%} of always-LC input tokens"
     return text

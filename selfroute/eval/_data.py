@@ -14,7 +14,9 @@ from selfroute._errors import ConfigurationError, InvalidInputError
 from selfroute.eval.metrics import METRICS, metric_for_longbench
 
 __all__ = [
+    "UNANSWERABLE_GOLD",
     "EvalItem",
+    "is_unanswerable_gold",
     "load_dataset",
     "load_lara",
     "load_longbench",
@@ -107,6 +109,18 @@ def _str_list(value: Any, where: str, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: LongBench's gold answer for a question the article does not answer (Qasper).
+UNANSWERABLE_GOLD = "unanswerable"
+
+
+def is_unanswerable_gold(answers: Sequence[str]) -> bool:
+    """Whether every gold answer is LongBench's ``"Unanswerable"`` (case and punctuation
+    ignored). A question where some annotators wrote an answer stays answerable."""
+    return bool(answers) and all(
+        " ".join(a.lower().strip(" .!\"'").split()) == UNANSWERABLE_GOLD for a in answers
+    )
+
+
 def load_longbench(
     path: str | Path, *, dataset: str | None = None, metric: str | None = None
 ) -> list[EvalItem]:
@@ -115,7 +129,9 @@ def load_longbench(
     Each line has ``input`` (the question), ``context`` (the document) and ``answers``; optional
     ``all_classes``, ``dataset``, ``length`` and ``_id``. The dataset name (``dataset`` argument,
     else the row's ``dataset``, else the file name: ``qasper.jsonl`` -> ``qasper``) selects
-    LongBench's official metric unless ``metric`` is given.
+    LongBench's official metric unless ``metric`` is given. A row whose every gold answer is
+    ``"Unanswerable"`` (Qasper) is marked unanswerable: the harness scores it by whether the
+    answer declines (see :func:`is_unanswerable_gold`).
     """
     p = Path(path)
     items = []
@@ -131,12 +147,14 @@ def load_longbench(
             except ConfigurationError as exc:
                 raise ConfigurationError(f"{where}: {exc} (or pass metric=)") from None
         classes = row.get("all_classes")
+        answers = _str_list(row["answers"], where, "answers")
         items.append(
             EvalItem(
                 id=str(row.get("_id") or f"{p.name}:{lineno}"),
                 question=row["input"],
                 document=row["context"],
-                answers=_str_list(row["answers"], where, "answers"),
+                answers=answers,
+                unanswerable=is_unanswerable_gold(answers),
                 metric=chosen,
                 dataset=ds,
                 all_classes=tuple(classes) if classes else None,

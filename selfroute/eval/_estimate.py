@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from selfroute._flow import RouteConfig, validate_question
 from selfroute._result import PriceTable
@@ -12,7 +12,8 @@ from selfroute._usage import Usage
 from selfroute.eval._cache import ResponseCache
 from selfroute.eval._readers import Reader
 from selfroute.eval._runner import (
-    METHODS,
+    DEFAULT_METHODS,
+    FLOW_METHODS,
     BM25Retriever,
     DatasetLike,
     Retriever,
@@ -31,8 +32,10 @@ class EstimateRow:
     """Planned spending of one method at one ``k``.
 
     Self-Route's long-context fallback runs only when the model declines, so its numbers are a
-    range: ``*_min`` assumes every question is answered from the chunks, ``*_max`` that every one
-    falls back (its fallback prompts equal the LC baseline's and are paid once when both run).
+    range: ``*_min`` assumes every question is answered from the first rung's chunks, ``*_max``
+    that every k-ladder rung runs and every question falls back (its fallback prompts equal the LC
+    baseline's and are paid once when both run). Questions that pre-routing sends straight to
+    long context (known before any call) cost exactly their long-context prompt.
     """
 
     method: str
@@ -143,7 +146,7 @@ def estimate(
     reader: Reader,
     lc_reader: Reader | None = None,
     ks: Sequence[int] = (5,),
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] = DEFAULT_METHODS,
     config: RouteConfig | None = None,
     prices: PriceTable | None = None,
     cache: ResponseCache | str | os.PathLike[str] | bool | None = True,
@@ -171,13 +174,20 @@ def estimate(
         )
 
     lc_tally = _Tally(prices, lc_reader.model_name, output_tokens_per_call)
-    tallies: dict[tuple[str, int], tuple[_Tally, _Tally | None]] = {}
+    flow_methods = [m for m in FLOW_METHODS if m in methods]
+    tallies: dict[tuple[str, int], tuple[_Tally, _Tally | None, _Tally | None]] = {}
     for k in ks:
-        tallies[("rag", k)] = (_Tally(prices, reader.model_name, output_tokens_per_call), None)
-        tallies[("self_route", k)] = (
+        tallies[("rag", k)] = (
             _Tally(prices, reader.model_name, output_tokens_per_call),
-            _Tally(prices, lc_reader.model_name, output_tokens_per_call),
+            None,
+            None,
         )
+        for method in flow_methods:
+            tallies[(method, k)] = (
+                _Tally(prices, reader.model_name, output_tokens_per_call),
+                _Tally(prices, reader.model_name, output_tokens_per_call),
+                _Tally(prices, lc_reader.model_name, output_tokens_per_call),
+            )
     try:
         for item in items:
             q = validate_question(item.question)
@@ -186,18 +196,32 @@ def estimate(
             if "lc" in methods:
                 lc_tally.add(lc_tokens, is_cached(lc_reader, base_prompt))
             for k in ks:
-                passages = list(retrieve(item, k))[:k]
                 if "rag" in methods:
+                    passages = list(retrieve(item, k))[:k]
                     prompt, _ = rag_only_prompt(cfg.prompts, q, passages)
                     tallies[("rag", k)][0].add(counter.count(prompt), is_cached(reader, prompt))
-                if "self_route" in methods:
-                    first, fallback = tallies[("self_route", k)]
-                    assert fallback is not None
-                    prompt = cfg.prompts.rag_prompt(q, [p.text for p in passages])
-                    first.add(counter.count(prompt), is_cached(reader, prompt))
-                    sr_prompt, _ = lc_prompt(item, q, cfg, [p.text for p in passages])
+                for method in flow_methods:
+                    first, rungs, fallback = tallies[(method, k)]
+                    assert rungs is not None and fallback is not None
+                    mcfg = replace(cfg, k=k, grounded=cfg.grounded or method != "self_route")
+                    ranked = list(retrieve(item, mcfg.rungs[-1]))[: mcfg.rungs[-1]]
+                    texts = [p.text for p in ranked]
+                    pre = (
+                        mcfg.pre_route.check(q, ranked[:k])
+                        if mcfg.pre_route is not None and ranked
+                        else None
+                    )
+                    if pre is None and ranked:
+                        for i, rung in enumerate(mcfg.rungs):
+                            prompt = mcfg.prompts.rag_prompt(
+                                q, texts[:rung], grounded=mcfg.grounded
+                            )
+                            tally = first if i == 0 else rungs
+                            tally.add(counter.count(prompt), is_cached(reader, prompt))
+                    sr_prompt, _ = lc_prompt(item, q, mcfg, texts[:k])
                     shared = sr_prompt == base_prompt and "lc" in methods
-                    fallback.add(
+                    tally = first if pre is not None or not ranked else fallback
+                    tally.add(
                         lc_tokens if shared else counter.count(sr_prompt),
                         shared or is_cached(lc_reader, sr_prompt),
                     )
@@ -208,10 +232,10 @@ def estimate(
     if "lc" in methods:
         rows.append(_row("lc", None, lc_tally, None))
     for k in ks:
-        for method in ("rag", "self_route"):
+        for method in ("rag", *FLOW_METHODS):
             if method in methods:
-                first, fallback = tallies[(method, k)]
-                rows.append(_row(method, k, first, fallback))
+                first, rungs, fallback = tallies[(method, k)]
+                rows.append(_row(method, k, first, rungs, fallback))
     return Estimate(
         items=len(items),
         rows=rows,
@@ -225,7 +249,13 @@ def _add(a: float | None, b: float | None) -> float | None:
     return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
-def _row(method: str, k: int | None, first: _Tally, fallback: _Tally | None) -> EstimateRow:
+def _row(
+    method: str,
+    k: int | None,
+    first: _Tally,
+    rungs: _Tally | None = None,
+    fallback: _Tally | None = None,
+) -> EstimateRow:
     if fallback is None:
         return EstimateRow(
             method,
@@ -238,14 +268,15 @@ def _row(method: str, k: int | None, first: _Tally, fallback: _Tally | None) -> 
             first.cost,
             first.cost,
         )
+    more = rungs or _Tally(None, "", 0)
     return EstimateRow(
         method,
         k,
         calls_min=first.calls,
-        calls_max=first.calls + fallback.calls,
-        cached_calls=first.cached + fallback.cached,
+        calls_max=first.calls + more.calls + fallback.calls,
+        cached_calls=first.cached + more.cached + fallback.cached,
         input_tokens_min=first.tokens,
-        input_tokens_max=first.tokens + fallback.tokens,
+        input_tokens_max=first.tokens + more.tokens + fallback.tokens,
         cost_min=first.cost,
-        cost_max=_add(first.cost, fallback.cost),
+        cost_max=_add(_add(first.cost, more.cost), fallback.cost),
     )

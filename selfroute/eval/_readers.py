@@ -4,25 +4,33 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from selfroute._errors import ConfigurationError, MissingDependencyError
-from selfroute._flow import Generation
-from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._flow import Generation, StructuredRequest
+from selfroute._grounding import QUOTE_LABEL, locate_quote
+from selfroute._prompts import DEFAULT_SENTINEL, GROUNDING_PREFIX
 from selfroute._result import Stage
 from selfroute._tokens import TokenCounter, default_token_counter
 from selfroute._usage import Usage
+from selfroute._verdict import parse_verdict
 from selfroute.eval._data import EvalItem
 
 __all__ = [
+    "FABRICATED_QUOTES",
     "ChatModelReader",
+    "FabricatingOracleReader",
+    "LatencyModel",
     "ModelRequest",
     "OracleReader",
     "Reader",
     "chat_model_from_spec",
+    "supporting_sentence",
 ]
 
 
@@ -35,9 +43,17 @@ class ModelRequest:
         context: The passage(s) or document inside the prompt.
         question: The question.
         item: The eval item (gives the oracle its gold answers).
-        method: ``lc``, ``rag`` or ``self_route``.
+        method: ``lc``, ``rag``, ``self_route`` or ``self_route_grounded``.
         stage: ``rag`` or ``long_context``.
         sentinel: The decline word the prompt asks for (Self-Route's RAG step), else ``None``.
+        structured: Set when the reader is asked for a structured verdict (``prompt`` is then
+            the structured prompt): answer with :attr:`~selfroute.Generation.structured` holding
+            an object matching ``structured.schema``. Only sent to readers whose
+            ``supports_structured`` attribute is true.
+        grounded: Grounded mode: the prompt asks for the supporting sentences (``Quote:`` lines
+            after the answer, or a ``quotes`` field of the structured object).
+        k: For Self-Route's RAG steps, how many chunks the prompt shows (one call per k-ladder
+            rung).
     """
 
     prompt: str
@@ -47,6 +63,16 @@ class ModelRequest:
     method: str
     stage: Stage
     sentinel: str | None = None
+    structured: StructuredRequest | None = None
+    grounded: bool = False
+    k: int | None = None
+
+    @property
+    def wants_quotes(self) -> bool:
+        """Whether the prompt asks for supporting quotes (grounded mode)."""
+        if self.structured is not None:
+            return "quotes" in (self.structured.schema.get("properties") or {})
+        return self.grounded or self.prompt.startswith(GROUNDING_PREFIX)
 
 
 @runtime_checkable
@@ -58,6 +84,10 @@ class Reader(Protocol):
         model_name: Used to price calls with a :class:`~selfroute.PriceTable`.
         cacheable: Whether answers may be stored in the response cache.
         is_oracle: True for readers that look at the gold answers (flagged in every output).
+
+    Optional attributes (read with ``getattr``): ``supports_structured`` (the reader answers
+    structured-verdict requests, see :attr:`ModelRequest.structured`) and ``latency_model`` (a
+    :class:`LatencyModel`: the harness then reports simulated latency instead of wall time).
     """
 
     name: str
@@ -87,66 +117,369 @@ def match_key(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", "".join(chars)).split())
 
 
+@dataclass(frozen=True)
+class LatencyModel:
+    """Simulated latency of a model call: ``base_s + per_input_token_s * input_tokens +
+    per_output_token_s * output_tokens``.
+
+    Scripted readers answer in microseconds, so wall time says nothing about a routing policy.
+    This model makes latency comparisons deterministic and meaningful: a policy that skips a RAG
+    call saves ``base_s`` plus that call's prefill; one that adds a k-ladder rung pays them. The
+    defaults are illustrative, of the order of a hosted mid-size model (0.4 s to first token,
+    50,000 input tokens/s of prefill, 50 output tokens/s); they are not a measurement. Reports
+    label such latency as simulated.
+
+    Attributes:
+        base_s: Fixed cost per call (network, queueing, first token).
+        per_input_token_s: Seconds per input token (prefill).
+        per_output_token_s: Seconds per output token (decoding).
+    """
+
+    base_s: float = 0.4
+    per_input_token_s: float = 0.00002
+    per_output_token_s: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("base_s", "per_input_token_s", "per_output_token_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigurationError(f"latency {name} must be a number >= 0, got {value!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> LatencyModel:
+        """``"BASE,PER_INPUT_TOKEN,PER_OUTPUT_TOKEN"`` in seconds (``"default"``: the defaults).
+
+        Raises:
+            ConfigurationError: Not three numbers.
+        """
+        if text.strip().lower() in ("", "default"):
+            return cls()
+        parts = [p.strip() for p in text.split(",")]
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if len(values) != 3:
+            raise ConfigurationError(
+                f"latency model must be BASE,PER_INPUT_TOKEN,PER_OUTPUT_TOKEN in seconds "
+                f"(e.g. 0.4,0.00002,0.02), got {text!r}"
+            )
+        return cls(*values)
+
+    def seconds(self, input_tokens: int, output_tokens: int) -> float:
+        """The simulated latency of one call."""
+        return (
+            self.base_s
+            + self.per_input_token_s * input_tokens
+            + self.per_output_token_s * output_tokens
+        )
+
+    def describe(self) -> str:
+        """``0.4 s + 2e-05 s/input token + 0.02 s/output token``."""
+        return (
+            f"{self.base_s:g} s + {self.per_input_token_s:g} s/input token + "
+            f"{self.per_output_token_s:g} s/output token"
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        """Plain-dict form."""
+        return {
+            "base_s": self.base_s,
+            "per_input_token_s": self.per_input_token_s,
+            "per_output_token_s": self.per_output_token_s,
+        }
+
+
+# A sentence ends at . ! or ? (optionally followed by closing quotes or brackets) and white
+# space, or at a line break.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*\s+|\n")
+_WINDOW = 1500  # characters searched for a sentence boundary on each side of a span
+_MAX_QUOTE = 600  # longer "sentences" (text without punctuation) are cut around the span
+
+
+def _snap(context: str, start: int, end: int) -> tuple[int, int]:
+    """Widen ``[start, end)`` to whole words."""
+    while start > 0 and not context[start - 1].isspace():
+        start -= 1
+    while end < len(context) and not context[end].isspace():
+        end += 1
+    return start, end
+
+
+def supporting_sentence(context: str, span: str, *, min_words: int = 3) -> str | None:
+    """The sentence of ``context`` that contains ``span`` (matched ignoring case, punctuation and
+    white space), word for word; ``None`` when ``span`` is not in ``context``.
+
+    A sentence shorter than ``min_words`` words is extended with the next one (quotes that short
+    cannot be verified); a very long one is cut to the words around the span.
+    """
+    loc = None
+    # the oracle's own matching drops articles: try the span without its leading article, then
+    # without any article
+    bare = re.sub(r"^\s*(?:a|an|the)\s+", "", span, flags=re.IGNORECASE)
+    for variant in dict.fromkeys((span, bare, match_key(span))):
+        if variant.strip():
+            loc = locate_quote(variant, context, min_words=1)
+            if loc is not None:
+                break
+    if loc is None:
+        return None
+    s, e = loc
+    lo = max(0, s - _WINDOW)
+    start = lo
+    for boundary in _SENTENCE_END.finditer(context, lo, s):
+        start = boundary.end()
+    if start == lo and lo > 0:
+        start, _ = _snap(context, lo, lo)
+    end = len(context)
+    search_from = e
+    while True:
+        m = _SENTENCE_END.search(context, search_from, min(len(context), search_from + _WINDOW))
+        end = m.start() + 1 if m is not None else min(len(context), search_from + _WINDOW)
+        if len(context[start:end].split()) >= min_words or m is None:
+            break
+        search_from = m.end()
+    if end - start > _MAX_QUOTE:
+        start, end = _snap(context, max(start, s - _MAX_QUOTE // 3), min(end, e + _MAX_QUOTE // 3))
+    quote = " ".join(context[start:end].split())
+    return quote or None
+
+
+def _quote_lines(quotes: list[str]) -> str:
+    return "".join(f'\n{QUOTE_LABEL} "{q}"' for q in quotes)
+
+
 class OracleReader:
     """A perfectly calibrated reader that never calls a model.
 
     It answers with a gold answer exactly when that answer appears (case-, punctuation- and
-    article-insensitively, on word boundaries) in the context it is shown, and declines with the sentinel otherwise. With Self-Route it measures the retrieval side
-    alone: the answerable ratio and token ratio a model that never guesses and never misses would
-    reach. Usage is counted by the local tokenizer and labelled as such (``source="tokenizer"``).
-    Only for span-answer data (``qa_f1`` / ``exact_match`` metrics).
+    article-insensitively, on word boundaries) in the context it is shown, and declines with the
+    sentinel otherwise (always, for an item marked unanswerable). With Self-Route it measures the
+    retrieval side alone: the answerable ratio and token ratio a model that never guesses and
+    never misses would reach. Usage is counted by the local tokenizer and labelled as such
+    (``source="tokenizer"``). Only for span-answer data (``qa_f1`` / ``exact_match`` metrics).
+
+    In grounded mode (the prompt asks for quotes) it appends ``Quote: "<the context sentence
+    that contains the gold span>"``; asked for a structured verdict it returns
+    ``{"answerable": ..., "answer": ...}`` (with ``quotes`` when the schema has them).
 
     Args:
         counter: Token counter for the usage it reports.
         decline: What it writes when the gold answer is not in its context.
+        latency: Optional :class:`LatencyModel`; the harness then reports simulated latency.
     """
 
     name = "oracle"
     model_name = "oracle"
     cacheable = False
     is_oracle = True
+    supports_structured = True
 
     def __init__(
-        self, *, counter: TokenCounter | None = None, decline: str = DEFAULT_SENTINEL
+        self,
+        *,
+        counter: TokenCounter | None = None,
+        decline: str = DEFAULT_SENTINEL,
+        latency: LatencyModel | None = None,
     ) -> None:
         self.counter = counter or default_token_counter()
         self.decline = decline
-        self._norm_cache: dict[str, str] = {}
+        self.latency_model = latency
+        self._norm_cache: OrderedDict[str, str] = OrderedDict()
 
     def cache_identity(self) -> str:
         return "oracle"
 
     def _normalized(self, text: str) -> str:
-        hit = self._norm_cache.get(text)
+        cache = self._norm_cache
+        hit = cache.get(text)
         if hit is None:
-            if len(self._norm_cache) > 256:
-                self._norm_cache.clear()
             hit = f" {match_key(text)} "
-            self._norm_cache[text] = hit
+            cache[text] = hit
+            if len(cache) > 512:  # least recently used first: a document's text stays
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(text)
         return hit
 
-    def answer_for(self, item: EvalItem, context: str) -> str:
-        """The oracle's answer to ``item`` given ``context``."""
+    def golds_in(self, item: EvalItem, context: str) -> list[str]:
+        """The gold answers of ``item`` that appear in ``context``, in order."""
         if item.metric not in ("qa_f1", "exact_match"):
             raise ConfigurationError(
                 f"the oracle reader needs span answers (qa_f1/exact_match), but item {item.id!r} "
                 f"uses {item.metric!r}"
             )
+        if item.unanswerable:
+            return []
         haystack = self._normalized(context)
-        for gold in item.answers:
-            norm = match_key(gold)
-            if norm and f" {norm} " in haystack:
-                return gold
-        return self.decline
+        return [g for g in item.answers if (n := match_key(g)) and f" {n} " in haystack]
 
-    async def agenerate(self, request: ModelRequest) -> Generation:
-        text = self.answer_for(request.item, request.context)
+    def gold_in(self, item: EvalItem, context: str) -> str | None:
+        """The first gold answer of ``item`` that appears in ``context``, else ``None``."""
+        found = self.golds_in(item, context)
+        return found[0] if found else None
+
+    def answer_for(self, item: EvalItem, context: str) -> str:
+        """The oracle's answer to ``item`` given ``context``."""
+        gold = self.gold_in(item, context)
+        return self.decline if gold is None else gold
+
+    def respond(self, request: ModelRequest) -> tuple[str | None, list[str]]:
+        """``(answer or None for a decline, quotes)`` for ``request``."""
+        found = self.golds_in(request.item, request.context)
+        if not found:
+            return None, []
+        if request.wants_quotes:
+            for gold in found:  # the first gold answer whose sentence can be quoted
+                sentence = supporting_sentence(request.context, gold)
+                if sentence is not None:
+                    return gold, [sentence]
+        return found[0], []
+
+    def render(self, request: ModelRequest, answer: str | None, quotes: list[str]) -> Generation:
+        """The :class:`~selfroute.Generation` for an answer (``None``: decline) and its quotes."""
+        structured: dict[str, Any] | None = None
+        if request.structured is not None:
+            structured = {"answerable": answer is not None, "answer": answer or ""}
+            if request.wants_quotes:
+                structured["quotes"] = list(quotes)
+            text = json.dumps(structured, ensure_ascii=False)
+        elif answer is None:
+            text = self.decline
+        else:
+            text = answer + _quote_lines(quotes)
         usage = Usage.of(
             self.counter.count(request.prompt),
             self.counter.count(text),
             source=self.counter.source,
         )
-        return Generation(text=text, usage=usage, model="oracle")
+        return Generation(text=text, usage=usage, model="oracle", structured=structured)
+
+    async def agenerate(self, request: ModelRequest) -> Generation:
+        answer, quotes = self.respond(request)
+        return self.render(request, answer, quotes)
+
+
+#: How :class:`FabricatingOracleReader` supports an invented answer in grounded mode.
+FABRICATED_QUOTES = ("invented", "irrelevant")
+
+_NAME_LIKE = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def _reads_as_answer(text: str) -> bool:
+    """Whether the verdict parser reads ``text`` as an answer ("Please", "Sorry": not)."""
+    return parse_verdict(text).answered
+
+
+class FabricatingOracleReader(OracleReader):
+    """Scripted hallucination: the oracle, except that in the long-context call on a question
+    whose answer is not in the document it invents an answer (at ``rate``, deterministically per
+    item and ``seed``).
+
+    It measures the abstention trade-off without a model: how often LC, Self-Route and Self-Route
+    in grounded mode still decline when the long-context model makes something up. In grounded
+    mode the invented answer comes with a quote:
+
+    * ``quote="invented"``: a sentence that is not in the document (grounded mode catches it);
+    * ``quote="irrelevant"``: a real sentence of the document that does not support the answer
+      (the quote check finds it, so grounded mode lets the invented answer through -- quote
+      verification proves that a quote exists, not that it supports the answer).
+
+    The invented answer is the question's plausible answer when the data has one (SQuAD 2.0's
+    ``plausible_answers``), else a capitalised word of the document.
+
+    Args:
+        rate: Share of such calls that invent an answer (``1.0``: always).
+        quote: ``invented`` or ``irrelevant``.
+        seed: Seed of the per-item choices.
+        counter: Token counter for the usage it reports.
+        decline: What it writes when it declines.
+        latency: Optional :class:`LatencyModel`.
+    """
+
+    def __init__(
+        self,
+        *,
+        rate: float = 1.0,
+        quote: str = "invented",
+        seed: int = 0,
+        counter: TokenCounter | None = None,
+        decline: str = DEFAULT_SENTINEL,
+        latency: LatencyModel | None = None,
+    ) -> None:
+        super().__init__(counter=counter, decline=decline, latency=latency)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ConfigurationError(f"fabrication rate must be between 0 and 1, got {rate!r}")
+        if quote not in FABRICATED_QUOTES:
+            raise ConfigurationError(
+                f"fabricated quote must be one of {list(FABRICATED_QUOTES)}, got {quote!r}"
+            )
+        self.rate = float(rate)
+        self.quote = quote
+        self.seed = seed
+        self.name = f"fabricating-oracle(rate={self.rate:g}, quote={quote}, seed={seed})"
+        self.fabricated = 0
+
+    def cache_identity(self) -> str:
+        return self.name
+
+    def _rng(self, request: ModelRequest) -> random.Random:
+        return random.Random(f"{self.seed}:{request.item.id}:{request.question}")
+
+    def fabricates(self, request: ModelRequest) -> bool:
+        """Whether this long-context call invents an answer (when the answer is absent)."""
+        return request.stage is Stage.LONG_CONTEXT and self._rng(request).random() < self.rate
+
+    def invented_answer(self, request: ModelRequest) -> str:
+        """The answer it makes up for ``request``."""
+        plausible = request.item.metadata.get("plausible_answers") or []
+        for p in plausible:
+            text = p.get("text") if isinstance(p, dict) else p
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+        rng = self._rng(request)
+        rng.random()
+        names = sorted(
+            {n for n in _NAME_LIKE.findall(request.context[:50_000]) if _reads_as_answer(n)}
+        )
+        return rng.choice(names) if names else "Forty-two"
+
+    def invented_quote(self, request: ModelRequest, answer: str) -> str:
+        """A quote that is not in the document."""
+        topic = " ".join(request.question.rstrip(" ?").split()[:12])
+        quote = f"It is recorded beyond doubt that {answer} is the answer to: {topic}."
+        if locate_quote(quote, request.context) is not None:  # pragma: no cover - improbable
+            quote += " This was never disputed by anyone."
+        return quote
+
+    def irrelevant_quote(self, request: ModelRequest, answer: str) -> str | None:
+        """A real sentence of the document that does not contain ``answer``."""
+        key = f" {match_key(answer)} "
+        sentences = [
+            " ".join(piece.split())
+            for piece in _SENTENCE_END.split(request.context)
+            if len(piece.split()) >= 8
+        ]
+        usable = [s for s in sentences if key not in f" {match_key(s)} "]
+        if not usable:
+            return None
+        rng = self._rng(request)
+        rng.random()
+        rng.random()
+        return rng.choice(usable)
+
+    def respond(self, request: ModelRequest) -> tuple[str | None, list[str]]:
+        answer, quotes = super().respond(request)
+        if answer is not None or not self.fabricates(request):
+            return answer, quotes
+        self.fabricated += 1
+        invented = self.invented_answer(request)
+        if not request.wants_quotes:
+            return invented, []
+        if self.quote == "invented":
+            return invented, [self.invented_quote(request, invented)]
+        real = self.irrelevant_quote(request, invented)
+        return invented, [real] if real is not None else []
 
 
 # Constructor arguments that change how a call is made, never what it answers.

@@ -34,6 +34,10 @@ def _money(value: float | None, complete: bool, currency: str) -> str:
     return f"{value:.4f} {currency}{mark}"
 
 
+def _declines(correct: int, total: int) -> str:
+    return "—" if not total else f"{correct}/{total} ({100 * correct / total:.1f}%)"
+
+
 def _figure_k(summary: Summary) -> int | None:
     if not summary.comparisons:
         return None
@@ -42,6 +46,8 @@ def _figure_k(summary: Summary) -> int | None:
 
 def render_markdown(summary: Summary) -> str:
     """The Table-1 style report as Markdown."""
+    from selfroute.eval._summary import describe_policy
+
     lines = [f"# Self-Route evaluation: {summary.dataset}", ""]
     if summary.oracle:
         lines += [
@@ -51,6 +57,17 @@ def render_markdown(summary: Summary) -> str:
             "a model's quality. Token counts are tokenizer estimates.",
             "",
         ]
+        if "fabricating" in summary.reader or "fabricating" in summary.lc_reader:
+            lines += [
+                "> **Scripted hallucination**: in the long-context call on a question whose "
+                "answer is not in the document, the fabricating oracle invents an answer (with an "
+                "invented or an irrelevant quote in grounded mode). The abstention table shows "
+                "which method still declines.",
+                "",
+            ]
+    latency_head = "Latency / item"
+    if summary.latency_model is not None:
+        latency_head = "Latency / item (simulated)"
     lines += [
         f"- Items: {summary.items}",
         f"- RAG reader: `{summary.reader}`; long-context reader: `{summary.lc_reader}`",
@@ -60,23 +77,30 @@ def render_markdown(summary: Summary) -> str:
         if summary.oracle and summary.reader == summary.lc_reader
         else f"- Model calls made in this run: {summary.model_calls} (the rest came from the "
         "cache or were shared between methods)",
+    ]
+    if summary.policy:
+        lines.append(f"- Self-Route policy: {describe_policy(summary.policy)}")
+    if summary.latency_model is not None:
+        lines.append(f"- Latency is **simulated**, not measured: {summary.latency_model} per call")
+    lines += [
         "",
         "| Method | Score | Answerable ratio | Input tokens | Token ratio vs LC | Money | "
-        "Latency / item |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"{latency_head} | Correct declines |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in summary.rows:
         lines.append(
             f"| {r.label} | {r.score:.2f} | {_pct(r.answerable_ratio)} | {r.input_tokens:,} | "
             f"{_pct(r.token_ratio)} | {_money(r.cost, r.cost_complete, summary.currency)} | "
-            f"{r.latency_s:.3f} s |"
+            f"{r.latency_s:.3f} s | {_declines(r.correct_declines, r.unanswerable_items)} |"
         )
     lines.append("")
     lines.append(
         "Score: mean per-item score × 100 (token F1 after LongBench normalisation, max over gold "
-        "answers; unanswerable questions score 1 when the answer declines). Answerable ratio: "
-        "share of questions Self-Route answered from the chunks. Token ratio: input tokens "
-        "divided by the LC baseline's input tokens on the same items."
+        "answers; unanswerable questions score 1 when the final answer declines). Answerable "
+        "ratio: share of questions Self-Route answered from the chunks. Token ratio: input "
+        "tokens divided by the LC baseline's input tokens on the same items. Correct declines: "
+        "unanswerable questions whose final answer declined."
     )
     split = [r for r in summary.rows if r.score_unanswerable is not None]
     if split and any(r.score_answerable is not None for r in split):
@@ -88,6 +112,28 @@ def render_markdown(summary: Summary) -> str:
         lines += [
             f"| {r.label} | {_num(r.score_answerable)} | {_num(r.score_unanswerable)} |"
             for r in split
+        ]
+    if any(r.unanswerable_items for r in summary.rows):
+        lines += [
+            "",
+            "## Abstention: questions the document does not answer",
+            "",
+            "| Method | Unanswerable | Declined correctly | Rate | Answerable questions declined |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for r in summary.rows:
+            lines.append(
+                f"| {r.label} | {r.unanswerable_items} | {r.correct_declines} | "
+                f"{_pct(r.correct_decline_rate)} | "
+                f"{_declines(r.declined_answerable, r.answerable_items)} |"
+            )
+        lines += [
+            "",
+            "A final answer declines when Self-Route abstained (`RouteResult.abstained`: the "
+            "long-context model declined, or in grounded mode its quotes were not found in the "
+            "document) or, for the LC and RAG baselines, when `selfroute.parse_verdict` reads "
+            "the answer as a decline (the sentinel, a refusal, or no usable answer). The last "
+            "column is the price: answerable questions that got no answer.",
         ]
     for note in summary.notes:
         lines += ["", note]
@@ -167,7 +213,11 @@ def plot_k_curve(summary: Summary, path: Path) -> None:
     """Figure 3: score and token ratio of RAG and Self-Route against k (LC as a reference)."""
     plt = _pyplot()
     fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(9, 3.6), dpi=110)
-    styles = {"rag": ("RAG", "#dd8452", "s"), "self_route": ("Self-Route", "#55a868", "o")}
+    styles = {
+        "rag": ("RAG", "#dd8452", "s"),
+        "self_route": ("Self-Route", "#55a868", "o"),
+        "self_route_grounded": ("Self-Route grounded", "#8172b3", "^"),
+    }
     for method, (label, color, marker) in styles.items():
         rows = sorted((r for r in summary.rows if r.method == method), key=lambda r: r.k or 0)
         if not rows:

@@ -1,11 +1,15 @@
-"""Running the three methods (LC, RAG, Self-Route) over a labelled set.
+"""Running the methods (LC, RAG, Self-Route, Self-Route grounded) over a labelled set.
 
 Self-Route runs through the core flow (:func:`selfroute.self_route_flow` driven by
-:func:`selfroute.arun_flow`); the handler here only answers its steps (BM25 retrieval over the
-item's document, a reader call, the item's document as long context). The LC baseline sends the
-long-context prompt over the whole document (fitted like the flow fits it when a window is set);
-the RAG baseline sends the same plain prompt, without the decline instruction, over the top-k
-chunks.
+:func:`selfroute.arun_flow`) with the run's :class:`~selfroute.RouteConfig` -- its policies
+(k-ladder, pre-routing, structured verdict, grounded mode) included; the handler here only
+answers its steps (BM25 retrieval over the item's document, a reader call, the item's document as
+long context). ``self_route_grounded`` is the same flow with ``grounded=True``. The LC baseline
+sends the long-context prompt over the whole document (fitted like the flow fits it when a window
+is set); the RAG baseline sends the same prompt over the top-k chunks.
+
+Unanswerable items are scored by whether the final answer declined: the result's ``abstained``
+for Self-Route, :func:`selfroute.parse_verdict` on the answer for the baselines.
 """
 
 from __future__ import annotations
@@ -37,17 +41,20 @@ from selfroute._flow import (
 )
 from selfroute._prompts import Prompts
 from selfroute._redact import redact
-from selfroute._result import Passage, PriceTable, Stage
+from selfroute._result import Passage, PriceTable, RouteResult, Stage
 from selfroute._simple import LexicalIndex
+from selfroute._structured import VerdictMode, load_structured, structured_unsupported
 from selfroute._tokens import TokenCounter
 from selfroute._usage import Usage
+from selfroute._verdict import parse_verdict
 from selfroute.eval._cache import ResponseCache, default_cache_path
 from selfroute.eval._data import EvalItem
 from selfroute.eval._readers import ModelRequest, Reader
-from selfroute.eval._summary import CallRecord, RunRecord, Summary, build_summary
+from selfroute.eval._summary import CallRecord, RunRecord, Summary, build_summary, policy_of
 from selfroute.eval.metrics import score_answer
 
 __all__ = [
+    "DEFAULT_METHODS",
     "METHODS",
     "BM25Retriever",
     "Retriever",
@@ -57,7 +64,11 @@ __all__ = [
 ]
 
 #: Method names, in report order.
-METHODS = ("lc", "rag", "self_route")
+METHODS = ("lc", "rag", "self_route", "self_route_grounded")
+#: What runs when no methods are named (the paper's three).
+DEFAULT_METHODS = ("lc", "rag", "self_route")
+#: The Self-Route methods (run through the core flow).
+FLOW_METHODS = ("self_route", "self_route_grounded")
 
 Retriever = Callable[[EvalItem, int], Sequence[Passage]]
 
@@ -184,6 +195,12 @@ class _Session:
             raise ConfigurationError(
                 f"reader {reader.name!r} returned {type(gen).__name__}; expected Generation"
             )
+        model = getattr(reader, "latency_model", None)
+        if model is not None:  # simulated: deterministic and comparable across policies
+            usage = gen.usage or Usage.of(
+                self.counter.count(request.prompt), self.counter.count(gen.text)
+            )
+            latency = model.seconds(usage.input_tokens, usage.output_tokens)
         self.model_calls += int(reader.cacheable)
         if self.cache is not None and reader.cacheable:
             self.cache.put(reader.cache_identity(), request.prompt, gen, latency)
@@ -220,6 +237,9 @@ class _Session:
             prompt_tokens, self.counter.count(gen.text), source=self.counter.source
         )
         model = gen.model or reader.model_name
+        structured = gen.structured
+        if request.structured is not None and structured is None:
+            structured = load_structured(gen.text)  # a cached answer keeps only the text
         calls.append(
             CallRecord(
                 method=request.method,
@@ -231,40 +251,74 @@ class _Session:
                 cached=cached,
                 output=gen.text,
                 cost=self.prices.cost(model, usage) if self.prices is not None else None,
+                k=request.k,
+                structured=request.structured is not None,
             )
         )
-        return Generation(text=gen.text, usage=usage, model=model, latency_s=latency)
+        return Generation(
+            text=gen.text, usage=usage, model=model, latency_s=latency, structured=structured
+        )
+
+
+def supports_structured(reader: Reader) -> bool:
+    """Whether ``reader`` answers structured-verdict requests."""
+    return bool(getattr(reader, "supports_structured", False))
 
 
 class _FlowHandler:
     """Answers the core flow's steps for one item (no routing logic here)."""
 
     def __init__(
-        self, session: _Session, item: EvalItem, question: str, calls: list[CallRecord]
+        self,
+        session: _Session,
+        item: EvalItem,
+        question: str,
+        calls: list[CallRecord],
+        method: str = "self_route",
     ) -> None:
         self.session = session
         self.item = item
         self.question = question
         self.calls = calls
-        prompts = session.config.prompts
-        self._rag_marked = prompts.rag_prompt(question, [_MARK])
-        self._lc_marked = prompts.long_context_prompt(question, _MARK)
+        self.method = method
 
     async def aretrieve(self, step: Retrieve) -> Sequence[Passage]:
         return list(self.session.retriever(self.item, step.k))
 
     async def agenerate(self, step: Generate) -> Generation:
         rag = step.stage is Stage.RAG
+        prompts = self.session.config.prompts
+        reader = self.session.reader if rag else self.session.lc_reader
+        q, grounded = self.question, step.grounded
+        prompt, structured = step.prompt, None
+        if rag and step.structured is not None:
+            if supports_structured(reader):
+                structured = step.structured
+                prompt = structured.prompt
+                marked = prompts.structured_rag_prompt(q, [_MARK], grounded=grounded)
+            else:
+                structured_unsupported(
+                    step.structured.required,
+                    f"the reader {reader.name!r} cannot give structured output",
+                )
+        if structured is None:
+            marked = (
+                prompts.rag_prompt(q, [_MARK], grounded=grounded)
+                if rag
+                else prompts.long_context_prompt(q, _MARK, grounded=grounded)
+            )
         request = ModelRequest(
-            prompt=step.prompt,
-            context=_context_of(step.prompt, self._rag_marked if rag else self._lc_marked),
+            prompt=prompt,
+            context=_context_of(prompt, marked),
             question=step.question,
             item=self.item,
-            method="self_route",
+            method=self.method,
             stage=step.stage,
             sentinel=step.sentinel,
+            structured=structured,
+            grounded=grounded,
+            k=step.k,
         )
-        reader = self.session.reader if rag else self.session.lc_reader
         return await self.session.generate(reader, request, self.calls)
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -275,12 +329,16 @@ class _FlowHandler:
         return [ContextDocument(self.item.document, self.item.doc_id)]
 
 
-def _score(item: EvalItem, prediction: str | None, prompts: Prompts) -> float:
+def _score(item: EvalItem, record: RunRecord, prompts: Prompts) -> float:
+    """The item's score: for an unanswerable item, 1 when the final answer declined."""
+    if record.prediction is None:
+        return 0.0
+    if item.unanswerable:
+        return float(bool(record.abstained))
     return score_answer(
-        prediction,
+        record.prediction,
         item.answers,
         metric=item.metric,
-        unanswerable=item.unanswerable,
         dataset=item.dataset,
         all_classes=item.all_classes,
         choices=item.choices,
@@ -288,35 +346,71 @@ def _score(item: EvalItem, prediction: str | None, prompts: Prompts) -> float:
     )
 
 
+def _top_score(passages: Iterable[Passage]) -> float | None:
+    scores = [p.score for p in passages if p.score is not None]
+    return max(scores) if scores else None
+
+
+def _baseline_answer(session: _Session, record: RunRecord, text: str) -> None:
+    """Set a baseline's prediction and whether it declines (the parser the flow uses)."""
+    record.prediction = clean_answer(text)
+    declined = parse_verdict(record.prediction, sentinel=session.config.prompts.sentinel).declined
+    record.abstained = declined
+    record.abstention = "declined" if declined else None
+
+
 async def _run_lc(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
     prompt, context = lc_prompt(item, q, session.config)
     request = ModelRequest(prompt, context, q, item, "lc", Stage.LONG_CONTEXT)
     gen = await session.generate(session.lc_reader, request, record.calls)
-    record.prediction = clean_answer(gen.text)
+    _baseline_answer(session, record, gen.text)
 
 
 async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
     assert record.k is not None
     record.retrieved = list(session.retriever(item, record.k))[: record.k]
+    record.top_score = _top_score(record.retrieved)
     prompt, context = rag_only_prompt(session.config.prompts, q, record.retrieved)
     request = ModelRequest(prompt, context, q, item, "rag", Stage.RAG)
     gen = await session.generate(session.reader, request, record.calls)
-    record.prediction = clean_answer(gen.text)
+    _baseline_answer(session, record, gen.text)
+
+
+def _flow_config(session: _Session, method: str, k: int) -> RouteConfig:
+    grounded = session.config.grounded or method == "self_route_grounded"
+    return replace(session.config, k=k, grounded=grounded)
+
+
+def _from_result(record: RunRecord, result: RouteResult) -> None:
+    record.route = result.route.value
+    record.reason = result.reason.value
+    record.retrieved = list(result.sources)
+    record.top_score = _top_score(result.sources)
+    record.rungs = [s.k for s in result.steps if s.stage is Stage.RAG and s.k is not None]
 
 
 async def _run_self_route(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
     assert record.k is not None
-    handler = _FlowHandler(session, item, q, record.calls)
-    result = await arun_flow(self_route_flow(q, replace(session.config, k=record.k)), handler)
+    handler = _FlowHandler(session, item, q, record.calls, record.method)
+    flow = self_route_flow(q, _flow_config(session, record.method, record.k))
+    result = await arun_flow(flow, handler)
+    _from_result(record, result)
     record.prediction = result.answer
-    record.route = result.route.value
-    record.reason = result.reason.value
     record.answered_from_chunks = result.answered_from_chunks
-    record.retrieved = list(result.sources)
     record.flow_error = result.error
+    record.abstained = result.abstained
+    record.abstention = result.abstention.value if result.abstention is not None else None
+    record.verified = result.verified
+    record.disputed = result.disputed
+    record.unverified_answer = result.unverified_answer
 
 
-_RUNNERS = {"lc": _run_lc, "rag": _run_rag, "self_route": _run_self_route}
+_RUNNERS = {
+    "lc": _run_lc,
+    "rag": _run_rag,
+    "self_route": _run_self_route,
+    "self_route_grounded": _run_self_route,
+}
 
 
 async def _guarded(
@@ -332,14 +426,12 @@ async def _guarded(
         record.prediction = None
         record.error = redact(f"{type(exc).__name__}: {exc}")
         partial = getattr(exc, "partial", None)
-        if partial is not None:
-            record.route = partial.route.value
-            record.reason = partial.reason.value
-            record.retrieved = list(partial.sources)
+        if isinstance(partial, RouteResult):
+            _from_result(record, partial)
         session.note(exc)
     else:
         session.note(None)
-    record.score = _score(item, record.prediction, session.config.prompts)
+    record.score = _score(item, record, session.config.prompts)
     return record
 
 
@@ -353,7 +445,7 @@ async def _run_item(
     q = validate_question(item.question)
     out: list[RunRecord] = []
     plan: list[tuple[str, int | None]] = [("lc", None)] if "lc" in methods else []
-    plan += [(m, k) for k in ks for m in ("rag", "self_route") if m in methods]
+    plan += [(m, k) for k in ks for m in METHODS[1:] if m in methods]
     for method, k in plan:
         out.append(await _guarded(session, item, q, method, k))
         tick()
@@ -385,6 +477,8 @@ def _check_args(
     concurrency: int,
     on_error: str,
     readers: Iterable[Reader],
+    config: RouteConfig,
+    reader: Reader,
 ) -> None:
     if not items:
         raise ConfigurationError("the dataset has no items")
@@ -415,6 +509,13 @@ def _check_args(
                     f"the oracle reader needs span answers, but {len(bad)} items use other "
                     f"metrics (first: {bad[0]!r})"
                 )
+    if any(m in FLOW_METHODS for m in methods):
+        for k in ks:  # a k-ladder must climb above every k: fail now, not on every item
+            replace(config, k=k)
+        if config.verdict is VerdictMode.STRUCTURED and not supports_structured(reader):
+            structured_unsupported(
+                True, f"the reader {reader.name!r} cannot give structured output"
+            )
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -433,7 +534,7 @@ async def aevaluate(
     reader: Reader,
     lc_reader: Reader | None = None,
     ks: Sequence[int] = (5,),
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] = DEFAULT_METHODS,
     config: RouteConfig | None = None,
     prices: PriceTable | None = None,
     cache: ResponseCache | str | os.PathLike[str] | bool | None = True,
@@ -445,7 +546,8 @@ async def aevaluate(
     name: str | None = None,
     out: str | os.PathLike[str] | None = None,
 ) -> Summary:
-    """Run LC, RAG and Self-Route on every item and summarise them (async).
+    """Run LC, RAG and Self-Route (and optionally Self-Route grounded) on every item and
+    summarise them (async).
 
     Args:
         dataset: The items (see the loaders, e.g. :func:`~selfroute.eval.load_dataset`), or the
@@ -454,9 +556,11 @@ async def aevaluate(
         lc_reader: Answers the long-context prompts (LC baseline and Self-Route's fallback);
             defaults to ``reader``.
         ks: Retrieval depths to run RAG and Self-Route at (LC runs once per item).
-        methods: Subset of ``("lc", "rag", "self_route")``.
+        methods: Subset of :data:`METHODS` (``lc``, ``rag``, ``self_route``,
+            ``self_route_grounded``); default :data:`DEFAULT_METHODS` (the first three).
         config: Prompts, window, overflow strategy, strictness and chunk size (``k`` is taken
-            from ``ks``).
+            from ``ks``), and Self-Route's policies: ``k_ladder``, ``pre_route``, ``verdict``
+            and ``grounded`` (``self_route_grounded`` always runs with ``grounded=True``).
         prices: Price table for money.
         cache: Response cache: ``True`` (default file), a path, a :class:`ResponseCache`, or
             ``False``. Identical prompts to the same reader are also shared within a run (so
@@ -480,6 +584,7 @@ async def aevaluate(
     lc_reader = lc_reader or reader
     ks = sorted(dict.fromkeys(ks))
     methods = [m for m in METHODS if m in methods] if set(methods) <= set(METHODS) else methods
+    cfg = config or RouteConfig()
     _check_args(
         items,
         ks,
@@ -487,8 +592,9 @@ async def aevaluate(
         concurrency,
         on_error,
         {id(reader): reader, id(lc_reader): lc_reader}.values(),
+        cfg,
+        reader,
     )
-    cfg = config or RouteConfig()
     own_cache = not isinstance(cache, ResponseCache)
     store = resolve_cache(cache)
     session = _Session(
@@ -529,6 +635,11 @@ async def aevaluate(
         if store is not None and own_cache:
             store.close()
     records = [r for batch in batches for r in batch]
+    latency_models = {
+        m.describe()
+        for m in (getattr(r, "latency_model", None) for r in (reader, lc_reader))
+        if m is not None
+    }
     summary = build_summary(
         records,
         dataset=name or (items[0].dataset or "dataset"),
@@ -540,6 +651,8 @@ async def aevaluate(
         prices=prices,
         model_calls=session.model_calls,
         wall_time_s=time.perf_counter() - started,
+        policy=policy_of(cfg),
+        latency_model="; ".join(sorted(latency_models)) or None,
     )
     if out is not None:
         from selfroute.eval._report import write_outputs

@@ -2,18 +2,76 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from selfroute._result import Passage, PriceTable, Stage
 from selfroute._usage import Usage
 from selfroute.eval._data import EvalItem
 from selfroute.eval.metrics import normalize_answer
 
-__all__ = ["CallRecord", "Comparison", "MethodSummary", "RunRecord", "Summary", "build_summary"]
+if TYPE_CHECKING:
+    from selfroute._flow import RouteConfig
 
-METHOD_LABELS = {"lc": "LC", "rag": "RAG", "self_route": "Self-Route"}
+__all__ = [
+    "CallRecord",
+    "Comparison",
+    "MethodSummary",
+    "RunRecord",
+    "Summary",
+    "build_summary",
+    "describe_policy",
+    "policy_of",
+]
+
+METHOD_LABELS = {
+    "lc": "LC",
+    "rag": "RAG",
+    "self_route": "Self-Route",
+    "self_route_grounded": "Self-Route grounded",
+}
+#: Methods whose runs go through the Self-Route flow.
+SELF_ROUTE_METHODS = ("self_route", "self_route_grounded")
+
+
+def policy_of(config: RouteConfig) -> dict[str, Any]:
+    """The Self-Route policy options of ``config`` as plain data (``summary.json``)."""
+    pre = config.pre_route
+    return {
+        "k_ladder": list(config.k_ladder),
+        "pre_route": None
+        if pre is None
+        else {"global_questions": pre.global_questions, "min_top_score": pre.min_top_score},
+        "verdict": getattr(config.verdict, "value", str(config.verdict)),
+        "grounded": config.grounded,
+        "strict": config.strict,
+        "speculate_below": getattr(config, "speculate_below", None),
+    }
+
+
+def describe_policy(policy: Mapping[str, Any]) -> str:
+    """``plain`` or ``k-ladder 20; pre-route: global questions, top score < 3.1; ...``."""
+    parts = []
+    if policy.get("k_ladder"):
+        parts.append("k-ladder k→" + "→".join(str(k) for k in policy["k_ladder"]))
+    pre = policy.get("pre_route")
+    if pre:
+        what = []
+        if pre.get("global_questions"):
+            what.append("global questions")
+        if pre.get("min_top_score") is not None:
+            what.append(f"top retrieval score < {pre['min_top_score']:g}")
+        parts.append("pre-route: " + (", ".join(what) or "nothing"))
+    if policy.get("verdict", "sentinel") != "sentinel":
+        parts.append(f"verdict {policy['verdict']}")
+    if policy.get("grounded"):
+        parts.append("grounded")
+    if policy.get("strict"):
+        parts.append("strict")
+    if policy.get("speculate_below") is not None:
+        parts.append(f"speculative long context below top score {policy['speculate_below']:g}")
+    return "; ".join(parts) or "plain (the paper's)"
 
 
 @dataclass(frozen=True)
@@ -30,6 +88,8 @@ class CallRecord:
         cached: Served from the response cache or shared with an identical call of this run.
         output: What the reader wrote.
         cost: Money at the price table, ``None`` without a price for the model.
+        k: For Self-Route's RAG steps, the chunks shown (the k-ladder rung).
+        structured: The call asked for a structured verdict.
     """
 
     method: str
@@ -41,11 +101,15 @@ class CallRecord:
     cached: bool
     output: str
     cost: float | None = None
+    k: int | None = None
+    structured: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
         return {
             "stage": self.stage.value,
+            "k": self.k,
+            "structured": self.structured,
             "model": self.model,
             "prompt_tokens": self.prompt_tokens,
             "usage": self.usage.to_dict(),
@@ -58,7 +122,16 @@ class CallRecord:
 
 @dataclass
 class RunRecord:
-    """One method run on one item (a line of ``results.jsonl``)."""
+    """One method run on one item (a line of ``results.jsonl``).
+
+    Besides the prediction and its score: ``abstained`` (the final answer declines: the
+    result's ``abstained`` for Self-Route, :func:`selfroute.parse_verdict` on the answer for the
+    baselines) and ``abstention`` (why); ``top_score`` (the best retrieval score, what
+    ``min_top_score`` pre-routing and ``selfroute calibrate`` look at); ``rungs`` (the k of each
+    RAG step that ran: one per k-ladder rung, none when pre-routed); ``verified`` (grounded mode:
+    the final answer's quotes were found), ``disputed`` and ``unverified_answer`` as on
+    :class:`~selfroute.RouteResult`.
+    """
 
     item: EvalItem
     method: str
@@ -74,6 +147,26 @@ class RunRecord:
     lc_reference_source: str | None = None
     error: str | None = None
     flow_error: str | None = None
+    abstained: bool | None = None
+    abstention: str | None = None
+    top_score: float | None = None
+    rungs: list[int] = field(default_factory=list)
+    verified: bool | None = None
+    disputed: bool | None = None
+    unverified_answer: str | None = None
+
+    def _stage_tokens(self, stage: Stage) -> int:
+        return sum(c.usage.input_tokens for c in self.calls if c.stage is stage)
+
+    @property
+    def rag_input_tokens(self) -> int:
+        """Input tokens of the RAG-stage calls (every k-ladder rung)."""
+        return self._stage_tokens(Stage.RAG)
+
+    @property
+    def lc_input_tokens(self) -> int:
+        """Input tokens of the long-context calls."""
+        return self._stage_tokens(Stage.LONG_CONTEXT)
 
     @property
     def input_tokens(self) -> int:
@@ -116,10 +209,19 @@ class RunRecord:
             "unanswerable": self.item.unanswerable,
             "prediction": self.prediction,
             "score": self.score,
+            "abstained": self.abstained,
+            "abstention": self.abstention,
             "route": self.route,
             "reason": self.reason,
             "answered_from_chunks": self.answered_from_chunks,
+            "top_score": self.top_score,
+            "rungs": list(self.rungs),
+            "verified": self.verified,
+            "disputed": self.disputed,
+            "unverified_answer": self.unverified_answer,
             "input_tokens": self.input_tokens,
+            "rag_input_tokens": self.rag_input_tokens,
+            "lc_input_tokens": self.lc_input_tokens,
             "output_tokens": self.output_tokens,
             "lc_reference_tokens": self.lc_reference_tokens,
             "lc_reference_source": self.lc_reference_source,
@@ -159,6 +261,12 @@ class MethodSummary:
         lc_calls: Self-Route only: long-context fallbacks.
         score_answerable: Score over the answerable items only (``None`` if there are none).
         score_unanswerable: Score over the unanswerable items only (``None`` if none).
+        unanswerable_items: Items whose gold says the document does not answer.
+        correct_declines: Of those, how many the method's final answer declined.
+        declined_answerable: Answerable items the method declined (the price of declining).
+        rag_calls: Self-Route only: RAG-step calls (more than ``items`` with a k-ladder, fewer
+            with pre-routing).
+        pre_routed: Self-Route only: items sent straight to long context by pre-routing.
     """
 
     method: str
@@ -179,12 +287,29 @@ class MethodSummary:
     lc_calls: int | None = None
     score_answerable: float | None = None
     score_unanswerable: float | None = None
+    unanswerable_items: int = 0
+    correct_declines: int = 0
+    declined_answerable: int = 0
+    rag_calls: int | None = None
+    pre_routed: int | None = None
 
     @property
     def label(self) -> str:
         """``LC``, ``RAG (k=5)``, ``Self-Route (k=5)``."""
         base = METHOD_LABELS.get(self.method, self.method)
         return base if self.k is None else f"{base} (k={self.k})"
+
+    @property
+    def correct_decline_rate(self) -> float | None:
+        """Share of the unanswerable items whose final answer declined (``None``: none)."""
+        if not self.unanswerable_items:
+            return None
+        return self.correct_declines / self.unanswerable_items
+
+    @property
+    def answerable_items(self) -> int:
+        """Items with a gold answer."""
+        return self.items - self.unanswerable_items
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -208,6 +333,12 @@ class MethodSummary:
             "lc_calls": self.lc_calls,
             "score_answerable": self.score_answerable,
             "score_unanswerable": self.score_unanswerable,
+            "unanswerable_items": self.unanswerable_items,
+            "correct_declines": self.correct_declines,
+            "correct_decline_rate": self.correct_decline_rate,
+            "declined_answerable": self.declined_answerable,
+            "rag_calls": self.rag_calls,
+            "pre_routed": self.pre_routed,
         }
 
 
@@ -261,6 +392,9 @@ class Summary:
         records: Every run (one per item, method and ``k``).
         files: Output files written, by kind.
         notes: Remarks for the report (for example figures skipped for a missing package).
+        policy: Self-Route's policy options (k-ladder, pre-routing, verdict, grounded).
+        latency_model: Description of the simulated latency model, when the readers have one
+            (latency columns are then simulated, not measured).
     """
 
     dataset: str
@@ -277,6 +411,24 @@ class Summary:
     records: list[RunRecord] = field(default_factory=list, repr=False)
     files: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    policy: dict[str, Any] = field(default_factory=dict)
+    latency_model: str | None = None
+
+    def abstention(self) -> list[dict[str, Any]]:
+        """Per row: unanswerable items, correct declines and their rate, answerable declined."""
+        return [
+            {
+                "method": r.method,
+                "label": r.label,
+                "k": r.k,
+                "unanswerable_items": r.unanswerable_items,
+                "correct_declines": r.correct_declines,
+                "correct_decline_rate": r.correct_decline_rate,
+                "answerable_items": r.answerable_items,
+                "declined_answerable": r.declined_answerable,
+            }
+            for r in self.rows
+        ]
 
     def row(self, method: str, k: int | None = None) -> MethodSummary:
         """The row of ``method`` at ``k`` (``k`` defaults to the only or first ``k``).
@@ -305,6 +457,11 @@ class Summary:
             "currency": self.currency,
             "files": dict(self.files),
             "notes": list(self.notes),
+            "policy": dict(self.policy),
+            "policy_description": describe_policy(self.policy),
+            "latency_model": self.latency_model,
+            "latency_simulated": self.latency_model is not None,
+            "abstention": self.abstention(),
         }
 
     def to_markdown(self) -> str:
@@ -336,7 +493,8 @@ def _method_row(method: str, k: int | None, runs: Sequence[RunRecord]) -> Method
     priced = [c.cost for c in calls if c.cost is not None]
     inputs = sum(r.input_tokens for r in runs)
     reference = sum(r.lc_reference_tokens or 0 for r in runs)
-    is_sr = method == "self_route"
+    is_sr = method in SELF_ROUTE_METHODS
+    unanswerable = [r for r in runs if r.item.unanswerable]
     return MethodSummary(
         method=method,
         k=k,
@@ -358,7 +516,15 @@ def _method_row(method: str, k: int | None, runs: Sequence[RunRecord]) -> Method
         errors=sum(r.error is not None for r in runs),
         usage_source=_source(c.usage for c in calls),
         lc_calls=sum(c.stage is Stage.LONG_CONTEXT for c in calls) if is_sr else None,
+        unanswerable_items=len(unanswerable),
+        correct_declines=sum(bool(r.abstained) and r.error is None for r in unanswerable),
+        declined_answerable=sum(bool(r.abstained) for r in runs if not r.item.unanswerable),
+        rag_calls=sum(c.stage is Stage.RAG for c in calls) if is_sr else None,
+        pre_routed=sum(r.reason in _PRE_ROUTE_REASONS for r in runs) if is_sr else None,
     )
+
+
+_PRE_ROUTE_REASONS = ("global_question", "weak_retrieval")
 
 
 def _compare(k: int, records: Sequence[RunRecord]) -> Comparison:
@@ -398,6 +564,8 @@ def build_summary(
     prices: PriceTable | None,
     model_calls: int,
     wall_time_s: float,
+    policy: Mapping[str, Any] | None = None,
+    latency_model: str | None = None,
 ) -> Summary:
     """Aggregate run records into a :class:`Summary`."""
     rows: list[MethodSummary] = []
@@ -419,4 +587,6 @@ def build_summary(
         wall_time_s=wall_time_s,
         currency=prices.currency if prices is not None else "USD",
         records=list(records),
+        policy=dict(policy or {}),
+        latency_model=latency_model,
     )

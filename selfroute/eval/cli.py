@@ -1,4 +1,5 @@
-"""``selfroute eval``: run LC, RAG and Self-Route over a labelled set and write a report.
+"""``selfroute eval``: run LC, RAG and Self-Route (and its policies) over a labelled set and
+write a report.
 
 Registered by the main CLI through :func:`add_parser`; also runnable as ``python -m selfroute.eval``.
 """
@@ -13,10 +14,18 @@ from typing import Any
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
+from selfroute._preroute import PreRoute
 
-__all__ = ["add_parser", "build_parser", "main", "run"]
+__all__ = ["add_parser", "build_parser", "config_from_args", "main", "run"]
 
-_METHOD_ALIASES = {"lc": "lc", "rag": "rag", "self-route": "self_route", "self_route": "self_route"}
+_METHOD_ALIASES = {
+    "lc": "lc",
+    "rag": "rag",
+    "self-route": "self_route",
+    "self_route": "self_route",
+    "self-route-grounded": "self_route_grounded",
+    "self_route_grounded": "self_route_grounded",
+}
 
 
 def _ks(text: str) -> list[int]:
@@ -34,12 +43,41 @@ def _methods(text: str) -> list[str]:
     for part in filter(None, (p.strip().lower() for p in text.split(","))):
         if part not in _METHOD_ALIASES:
             raise argparse.ArgumentTypeError(
-                f"unknown method {part!r}; choose from lc, rag, self-route"
+                f"unknown method {part!r}; choose from lc, rag, self-route, self-route-grounded"
             )
         out.append(_METHOD_ALIASES[part])
     if not out:
         raise argparse.ArgumentTypeError("--methods is empty")
     return out
+
+
+def _ladder(text: str) -> list[int]:
+    try:
+        rungs = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--k-ladder takes integers like 20 or 10,20, got {text!r}"
+        ) from None
+    if not rungs:
+        raise argparse.ArgumentTypeError("--k-ladder is empty")
+    return rungs
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a rate between 0 and 1, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 def _positive(text: str) -> int:
@@ -81,9 +119,34 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     model = parser.add_argument_group("readers")
     model.add_argument(
         "--reader",
-        choices=["model", "oracle"],
-        help="'oracle' answers from the gold labels (no model, no key); "
-        "default: 'model' when --model is given",
+        choices=["model", "oracle", "fabricating-oracle"],
+        help="'oracle' answers from the gold labels (no model, no key); 'fabricating-oracle' is "
+        "the oracle, except that its long-context calls invent an answer when the document "
+        "lacks one (scripted hallucination); default: 'model' when --model is given",
+    )
+    model.add_argument(
+        "--fabricate-rate",
+        type=_rate,
+        default=1.0,
+        metavar="R",
+        help="fabricating-oracle: share of answer-less long-context calls that invent an "
+        "answer (default 1: always)",
+    )
+    model.add_argument(
+        "--fabricated-quote",
+        choices=["invented", "irrelevant"],
+        default="invented",
+        help="fabricating-oracle in grounded mode: support the invented answer with a quote "
+        "that is not in the document (invented, default) or with a real but irrelevant sentence",
+    )
+    model.add_argument("--seed", type=int, default=0, help="seed of the scripted readers")
+    model.add_argument(
+        "--simulate-latency",
+        nargs="?",
+        const="default",
+        metavar="BASE,PER_IN,PER_OUT",
+        help="oracle readers: report simulated latency BASE + PER_IN * input tokens + PER_OUT * "
+        "output tokens seconds per call (default 0.4,0.00002,0.02)",
     )
     model.add_argument("--model", help="openai:NAME, google:NAME, or NAME with --base-url")
     model.add_argument("--lc-model", help="long-context model (default: --model)")
@@ -107,7 +170,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--methods",
         type=_methods,
         default=["lc", "rag", "self_route"],
-        help="comma list of lc, rag, self-route (default: all)",
+        help="comma list of lc, rag, self-route, self-route-grounded (default: lc,rag,self-route)",
     )
     run_.add_argument(
         "--window",
@@ -120,6 +183,39 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--strict",
         action="store_true",
         help="only the sentinel counts as a decline in Self-Route's first step",
+    )
+    policy = parser.add_argument_group("Self-Route policies (plain Self-Route without them)")
+    policy.add_argument(
+        "--k-ladder",
+        type=_ladder,
+        metavar="K[,K...]",
+        help="larger retrievals to try before long context while the RAG step declines "
+        "(e.g. 20: k chunks, then 20, then the whole document)",
+    )
+    policy.add_argument(
+        "--pre-route",
+        action="store_true",
+        help="send global questions ('summarise the whole ...') straight to long context",
+    )
+    policy.add_argument(
+        "--min-top-score",
+        type=_number,
+        metavar="X",
+        help="send questions whose best retrieved chunk scores under X straight to long "
+        "context (calibrate X with `selfroute calibrate`)",
+    )
+    policy.add_argument(
+        "--verdict",
+        choices=["sentinel", "structured", "auto"],
+        default="sentinel",
+        help="how the RAG step declines: the sentinel word, a structured {answerable, answer} "
+        "object (error if the reader cannot), or structured when supported",
+    )
+    policy.add_argument(
+        "--grounded",
+        action="store_true",
+        help="grounded mode for self-route too (self-route-grounded always is): answers quote "
+        "their support, and unverified answers escalate or abstain",
     )
     run_.add_argument("--concurrency", type=_positive, default=4)
     run_.add_argument(
@@ -153,7 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _readers(args: argparse.Namespace) -> tuple[Any, Any]:
-    from selfroute.eval._readers import ChatModelReader, OracleReader
+    from selfroute.eval._readers import (
+        ChatModelReader,
+        FabricatingOracleReader,
+        LatencyModel,
+        OracleReader,
+    )
 
     kind = args.reader or ("model" if args.model else None)
     if kind is None:
@@ -161,11 +262,26 @@ def _readers(args: argparse.Namespace) -> tuple[Any, Any]:
             "choose a reader: --model openai:NAME (or google:NAME, or NAME --base-url URL), or "
             "--reader oracle for a keyless run"
         )
-    if kind == "oracle":
+    latency = getattr(args, "simulate_latency", None)
+    if kind in ("oracle", "fabricating-oracle"):
         if args.model or args.lc_model:
-            raise ConfigurationError("--reader oracle calls no model; drop --model/--lc-model")
-        oracle = OracleReader()
+            raise ConfigurationError(f"--reader {kind} calls no model; drop --model/--lc-model")
+        model = LatencyModel.parse(latency) if latency is not None else None
+        oracle: Any
+        if kind == "oracle":
+            oracle = OracleReader(latency=model)
+        else:
+            oracle = FabricatingOracleReader(
+                rate=args.fabricate_rate,
+                quote=args.fabricated_quote,
+                seed=args.seed,
+                latency=model,
+            )
         return oracle, oracle
+    if latency is not None:
+        raise ConfigurationError(
+            "--simulate-latency is for the scripted readers; a model run measures real latency"
+        )
     if not args.model:
         raise ConfigurationError("--reader model needs --model")
     common = {
@@ -201,6 +317,23 @@ def _dataset(args: argparse.Namespace) -> tuple[list[Any], str]:
     return items, Path(args.data).name
 
 
+def config_from_args(args: argparse.Namespace) -> RouteConfig:
+    """The :class:`~selfroute.RouteConfig` of the parsed eval arguments (policies included)."""
+    pre_route = None
+    if args.pre_route or args.min_top_score is not None:
+        pre_route = PreRoute(global_questions=args.pre_route, min_top_score=args.min_top_score)
+    return RouteConfig(
+        long_context_window=args.window,
+        overflow=args.overflow,
+        chunk_words=args.chunk_words,
+        strict=args.strict,
+        k_ladder=tuple(args.k_ladder or ()),
+        pre_route=pre_route,
+        verdict=args.verdict,
+        grounded=args.grounded,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``selfroute eval`` from parsed arguments; returns the exit code."""
     from selfroute.eval._estimate import estimate
@@ -211,12 +344,7 @@ def run(args: argparse.Namespace) -> int:
         items, name = _dataset(args)
         reader, lc_reader = _readers(args)
         prices = parse_prices(args.prices) if args.prices else None
-        config = RouteConfig(
-            long_context_window=args.window,
-            overflow=args.overflow,
-            chunk_words=args.chunk_words,
-            strict=args.strict,
-        )
+        config = config_from_args(args)
         cache: Any = False if args.no_cache else (args.cache or True)
         common: dict[str, Any] = {
             "reader": reader,

@@ -62,6 +62,11 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "lc_window": "128000",
         "overflow": "truncate_middle",
         "strict": "true",
+        "k_ladder": "10,20",
+        "pre_route": "on",
+        "min_top_score": "2.5",
+        "verdict": "auto",
+        "grounded": "1",
         "prices": "gpt-4o-mini=0.15/0.6",
     }
     assert set(samples) == {s.name for s in SETTINGS}
@@ -75,6 +80,8 @@ def test_every_setting_resolves_from_the_environment() -> None:
                 assert settings.source(s.name) == "env", s.name
     ask = resolve(_args("ask", "q"), "ask", environ=environ)
     assert ask.strict is True and ask.k == 3 and ask.temperature == 0.5 and ask.max_retries == 0
+    assert (ask.k_ladder, ask.pre_route, ask.min_top_score) == ((10, 20), True, 2.5)
+    assert (ask.verdict, ask.grounded) == ("auto", True)
     index = resolve(_args("index", "x"), "index", environ=environ)
     assert index.follow_symlinks is True and index.chunk_words == 200 and index.max_file_mb == 2.5
 
@@ -134,3 +141,52 @@ def test_docs_table_lists_every_setting() -> None:
     assert table in text, "docs/cli.md is out of date: paste settings_table() into it"
     for s in SETTINGS:
         assert f"`{s.flag}`" in table and f"`{s.env}`" in table
+
+
+def test_policy_settings_from_the_pre_route_table(tmp_path: Path) -> None:
+    file = tmp_path / "selfroute.toml"
+    file.write_text(
+        'k = 5\nk-ladder = [20]\nverdict = "structured"\ngrounded = true\n'
+        "[pre_route]\nglobal_questions = true\nmin-top-score = 3.25\n",
+        encoding="utf-8",
+    )
+    config = load_toml(file, explicit=True)
+    settings = resolve(_args("ask", "q"), "ask", environ={}, config=config)
+    assert settings.k_ladder == (20,) and settings.verdict == "structured" and settings.grounded
+    assert settings.pre_route is True and settings.min_top_score == 3.25
+    assert settings.source("min_top_score") == "file"
+    # environment beats the file, a flag beats both
+    env = {"SELFROUTE_MIN_TOP_SCORE": "1.5", "SELFROUTE_PRE_ROUTE": "false"}
+    settings = resolve(_args("ask", "q"), "ask", environ=env, config=config)
+    assert (settings.min_top_score, settings.pre_route) == (1.5, False)
+    flags = _args("ask", "q", "--min-top-score", "0.5", "--pre-route", "--k-ladder", "10,30")
+    settings = resolve(flags, "ask", environ=env, config=config)
+    assert (settings.min_top_score, settings.pre_route, settings.k_ladder) == (0.5, True, (10, 30))
+    assert settings.source("pre_route") == "flag"
+    # the [pre_route] table also works inside [selfroute]
+    nested = tmp_path / "nested.toml"
+    nested.write_text("[selfroute.pre_route]\nmin_top_score = 2\n", encoding="utf-8")
+    assert (
+        resolve(
+            _args("ask", "q"), "ask", environ={}, config=load_toml(nested, explicit=True)
+        ).min_top_score
+        == 2.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[pre_route]\nthreshold = 1\n", "unknown setting 'pre_route.threshold'"),
+        ("min_top_score = 1\n", "unknown setting 'min_top_score'"),
+        ("[pre_route]\nmin_top_score = 'high'\n", "invalid min_top_score"),
+        ("[pre_route]\nglobal_questions = 'sometimes'\n", "invalid pre_route"),
+        ("k_ladder = [20.5]\n", "invalid k_ladder"),
+        ("verdict = 'json'\n", "verdict must be one of sentinel, structured, auto"),
+    ],
+)
+def test_bad_policy_settings_name_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    file = tmp_path / "selfroute.toml"
+    file.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=message):
+        resolve(_args("ask", "q"), "ask", environ={}, config=load_toml(file, explicit=True))

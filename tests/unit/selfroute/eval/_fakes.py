@@ -27,13 +27,13 @@ DOCUMENT = "\n\n".join(PARAGRAPHS)
 
 
 def item(item_id: str, question: str, answers: tuple[str, ...] = (), **kw: object) -> EvalItem:
+    kw.setdefault("unanswerable", not answers)
     return EvalItem(
         id=item_id,
         question=question,
         document=DOCUMENT,
         answers=answers,
         doc_id="grey-point",
-        unanswerable=not answers,
         **kw,  # type: ignore[arg-type]
     )
 

@@ -1,0 +1,420 @@
+"""7. Routing policies and abstention on real span-answer data (oracle and scripted readers).
+
+Issue #9 asks, for each Self-Route policy, for the answerable ratio, token ratio and latency
+against plain Self-Route, measured with the evaluation harness (``selfroute.eval.evaluate``) on
+real span-answer data with the oracle reader and with scripted model behaviour -- and for a policy
+that does not beat plain Self-Route on some axis to say so. This benchmark does exactly that:
+
+* Data: SQuAD 2.0 articles (each article its own document; answerable questions whose gold span is
+  in the article, and ``is_impossible`` ones) and LaRA 32k (``location`` questions whose gold
+  answer appears verbatim in the document, and every ``hallu`` question, which the document does
+  not answer).
+* Policies, each against plain Self-Route (k=5, BM25 over 300-word chunks, the real core flow):
+  k-ladder 5→20; pre-routing of global questions; pre-routing by a ``min_top_score`` calibrated
+  with ``selfroute calibrate``'s own code on one half of the questions and measured on the other
+  half; the structured ``{answerable, answer}`` verdict; grounded mode.
+* Readers: the oracle (answers iff the gold span is in what it is shown), and two *fabricating*
+  oracles that, in the long-context call on a question whose answer is absent, invent an answer
+  -- supported in grounded mode by an invented quote, or by a real but irrelevant sentence.
+* Latency is **simulated** (``selfroute.eval.LatencyModel`` defaults: 0.4 s + 20 µs per input
+  token + 20 ms per output token per call), so it is deterministic and comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import selfroute as sr
+from benchmarks._common import BenchContext, BenchResult, Row, fmt_pct, markdown_table
+from selfroute.cli._calibrate import Question, calibrate
+from selfroute.eval import (
+    EvalItem,
+    FabricatingOracleReader,
+    LatencyModel,
+    OracleReader,
+    RunRecord,
+    Summary,
+    evaluate,
+    load_lara,
+    load_squad,
+)
+from selfroute.eval._readers import match_key
+
+__all__ = ["KEY", "TITLE", "MemoCounter", "lara_items", "run", "squad_items"]
+
+KEY, TITLE = "7", "Routing policies and abstention (oracle and scripted readers)"
+K = 5
+METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
+
+
+class MemoCounter:
+    """The default token counter with a memo: the harness counts the same long prompts (and
+    documents) many times across policies; counting each once keeps the benchmark fast."""
+
+    def __init__(self, inner: sr.TokenCounter | None = None) -> None:
+        self.inner = inner or sr.default_token_counter()
+        self.name = self.inner.name
+        self.source = self.inner.source
+        self._memo: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        hit = self._memo.get(text)
+        if hit is None:
+            hit = self.inner.count(text)
+            self._memo[text] = hit
+        return hit
+
+    def head(self, text: str, max_tokens: int) -> str:
+        return self.inner.head(text, max_tokens)
+
+    def tail(self, text: str, max_tokens: int) -> str:
+        return self.inner.tail(text, max_tokens)
+
+
+def _in_document(item: EvalItem) -> bool:
+    hay = f" {match_key(item.document)} "
+    return any(f" {match_key(a)} " in hay for a in item.answers if match_key(a))
+
+
+def squad_items(path: Path, *, per_article: int) -> list[EvalItem]:
+    """Per article: the first ``per_article`` answerable questions whose span is in the article
+    and the first ``per_article`` impossible ones."""
+    out: list[EvalItem] = []
+    by_title: dict[str, list[EvalItem]] = {}
+    for item in load_squad(path):
+        by_title.setdefault(item.doc_id, []).append(item)
+    for items in by_title.values():
+        answerable = [i for i in items if not i.unanswerable and _in_document(i)][:per_article]
+        impossible = [i for i in items if i.unanswerable][:per_article]
+        out += answerable + impossible
+    return out
+
+
+def lara_items(root: Path, *, cap: int | None) -> list[EvalItem]:
+    """LaRA 32k ``location`` questions with a verbatim gold answer, and every ``hallu`` one."""
+    items = load_lara(root / "query", root / "32k")
+    keep = [
+        i
+        for i in items
+        if (i.unanswerable or (i.metadata.get("level") == "location" and _in_document(i)))
+    ]
+    keep.sort(key=lambda i: (i.doc_id, i.id))
+    return keep if cap is None else keep[:cap]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Self-Route's numbers on a set of runs."""
+
+    items: int
+    answered: int
+    answerable_ratio: float
+    token_ratio: float
+    input_tokens: int
+    latency_s: float
+    pre_routed: int
+    rag_calls: int
+    correct_declines: int
+    unanswerable: int
+
+
+def measure(records: Sequence[RunRecord]) -> Measure:
+    """Answerable ratio, token ratio vs LC, mean simulated latency and the rest."""
+    n = len(records)
+    answered = sum(bool(r.answered_from_chunks) for r in records)
+    tokens = sum(r.input_tokens for r in records)
+    reference = sum(r.lc_reference_tokens or 0 for r in records)
+    unanswerable = [r for r in records if r.item.unanswerable]
+    return Measure(
+        items=n,
+        answered=answered,
+        answerable_ratio=answered / n if n else 0.0,
+        token_ratio=tokens / reference if reference else 0.0,
+        input_tokens=tokens,
+        latency_s=sum(r.latency_s for r in records) / n if n else 0.0,
+        pre_routed=sum(r.reason in ("global_question", "weak_retrieval") for r in records),
+        rag_calls=sum(c.stage is sr.Stage.RAG for r in records for c in r.calls),
+        correct_declines=sum(bool(r.abstained) for r in unanswerable),
+        unanswerable=len(unanswerable),
+    )
+
+
+def _runs(summary: Summary, method: str, ids: set[str] | None = None) -> list[RunRecord]:
+    return [
+        r
+        for r in summary.records
+        if r.method == method and r.k == K and (ids is None or r.item.id in ids)
+    ]
+
+
+def _question(r: RunRecord) -> Question:
+    return Question(
+        question=r.item.question,
+        top_score=r.top_score,
+        rag_answered=bool(r.answered_from_chunks),
+        rag_tokens=r.rag_input_tokens,
+        lc_tokens=r.lc_input_tokens or (r.lc_reference_tokens or 0),
+    )
+
+
+@dataclass
+class PolicyRow:
+    name: str
+    base: Measure
+    ours: Measure
+    extra: str = ""
+    better: list[str] | None = None
+
+    def verdicts(self) -> tuple[list[str], list[str]]:
+        b, o = self.base, self.ours
+        better: list[str] = list(self.better or [])
+        not_better: list[str] = []
+        # better = by more than 0.1% (answerable ratio: 0.1 points), not by a few tokens
+        for axis, ok in (
+            ("answerable ratio", o.answerable_ratio > b.answerable_ratio + 0.001),
+            ("tokens", o.input_tokens < b.input_tokens * 0.999),
+            ("latency", o.latency_s < b.latency_s * 0.999),
+        ):
+            (better if ok else not_better).append(axis)
+        return better, not_better
+
+
+def _delta(ours: float, base: float) -> str:
+    return f"{ours / base - 1:+.2%}" if base else "n/a"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else fmt_pct(value)
+
+
+def _policy_table(rows: Sequence[PolicyRow]) -> str:
+    header = [
+        "policy",
+        "questions",
+        "answerable ratio",
+        "token ratio vs LC",
+        "tokens vs plain",
+        "latency / question (simulated)",
+        "vs plain",
+        "RAG calls",
+        "pre-routed",
+        "better than plain on",
+        "not better on",
+    ]
+    body = []
+    for i, r in enumerate(rows):
+        better, worse = r.verdicts() if i else (["(baseline)"], ["—"])
+        o, b = r.ours, r.base
+        body.append(
+            [
+                r.name + (f" ({r.extra})" if r.extra else ""),
+                o.items,
+                fmt_pct(o.answerable_ratio),
+                fmt_pct(o.token_ratio),
+                _delta(o.input_tokens, b.input_tokens),
+                f"{o.latency_s:.3f} s",
+                _delta(o.latency_s, b.latency_s),
+                o.rag_calls,
+                o.pre_routed,
+                ", ".join(better) or "**nothing**",
+                ", ".join(worse) or "—",
+            ]
+        )
+    return markdown_table(header, body)
+
+
+def _abstention_table(results: Sequence[tuple[str, Any]]) -> str:
+    header = ["reader", "unanswerable", "RAG", "LC", "Self-Route", "Self-Route grounded",
+              "answerable declined (grounded)"]  # fmt: skip
+    body = []
+    for label, summary in results:
+        rows = {r.method: r for r in summary.rows}
+        cells = []
+        for method in METHODS_ALL[:2][::-1] + METHODS_ALL[2:]:  # rag, lc, sr, srg
+            row = rows[method]
+            cells.append(_rate(row.correct_decline_rate))
+        g = rows["self_route_grounded"]
+        body.append(
+            [
+                label,
+                rows["lc"].unanswerable_items,
+                *cells,
+                f"{g.declined_answerable}/{g.answerable_items}",
+            ]
+        )
+    return markdown_table(header, body)
+
+
+def _evaluate(
+    items: Sequence[EvalItem], reader: Any, config: sr.RouteConfig, methods: list[str]
+) -> Summary:
+    return evaluate(
+        list(items), reader=reader, ks=[K], methods=methods, config=config, cache=False,
+        concurrency=2,
+    )  # fmt: skip
+
+
+def _dataset(
+    name: str,
+    items: list[EvalItem],
+    log: Callable[[str], None],
+) -> tuple[list[PolicyRow], list[tuple[str, Any]], dict[str, Any]]:
+    counter = MemoCounter()
+    latency = LatencyModel()
+    base = sr.RouteConfig(k=K, token_counter=counter)
+    oracle = OracleReader(counter=counter, latency=latency)
+
+    full = _evaluate(items, oracle, base, METHODS_ALL)
+    plain = measure(_runs(full, "self_route"))
+    log(f"  [7] {name}: {len(items)} questions, plain: {plain}")
+    rows = [PolicyRow("plain Self-Route", plain, plain)]
+
+    def policy(label: str, **changes: Any) -> Measure:
+        summary = _evaluate(items, oracle, replace(base, **changes), ["self_route"])
+        m = measure(_runs(summary, "self_route"))
+        log(f"  [7] {name}: {label}: {m}")
+        return m
+
+    rows.append(PolicyRow("k-ladder 5→20", plain, policy("ladder", k_ladder=(20,))))
+    glob = policy("global", pre_route=sr.PreRoute(global_questions=True))
+    rows.append(PolicyRow("pre-route: global questions", plain, glob, f"{glob.pre_routed} matched"))
+
+    # calibrated threshold: calibrate on half A (plain runs), measure on half B
+    half_a = {it.id for it in items[0::2]}
+    half_b = [it for it in items if it.id not in half_a]
+    cal = calibrate([_question(r) for r in _runs(full, "self_route", half_a)])
+    threshold = cal.min_top_score
+    b_ids = {it.id for it in half_b}
+    plain_b = measure(_runs(full, "self_route", b_ids))
+    if threshold is None:
+        rows.append(
+            PolicyRow(
+                "pre-route: calibrated min_top_score",
+                plain_b,
+                plain_b,
+                "calibration found no threshold that lowers tokens on half A: none set",
+            )
+        )
+    else:
+        cfg = replace(base, pre_route=sr.PreRoute(global_questions=False, min_top_score=threshold))
+        summary = _evaluate(half_b, oracle, cfg, ["self_route"])
+        ours = measure(_runs(summary, "self_route"))
+        log(f"  [7] {name}: threshold {threshold:g}: {ours}")
+        rows.append(
+            PolicyRow(
+                "pre-route: calibrated min_top_score",
+                plain_b,
+                ours,
+                f"{threshold:g}, calibrated on the other half; measured on {len(half_b)} questions",
+            )
+        )
+
+    rows.append(PolicyRow("structured verdict", plain, policy("structured", verdict="structured")))
+
+    # grounded: from the full run; its case rests on abstention, measured below
+    grounded = measure(_runs(full, "self_route_grounded"))
+    results: list[tuple[str, Any]] = [("oracle", full)]
+    for quote in ("invented", "irrelevant"):
+        reader = FabricatingOracleReader(quote=quote, counter=counter, latency=latency)
+        summary = _evaluate(items, reader, base, METHODS_ALL)
+        results.append((f"fabricating LC, {quote} quote", summary))
+        log(f"  [7] {name}: fabricating ({quote}) done")
+    fab = {label: {r.method: r for r in s.rows} for label, s in results}
+    inv = fab["fabricating LC, invented quote"]
+    caught = []
+    if (inv["self_route_grounded"].correct_decline_rate or 0) > (
+        inv["self_route"].correct_decline_rate or 0
+    ):
+        caught.append("declining invented answers")
+    rows.append(PolicyRow("grounded mode", plain, grounded, better=caught))
+    facts = {"threshold": threshold, "calibration": cal}
+    return rows, results, facts
+
+
+def run(ctx: BenchContext) -> BenchResult:
+    """Run the benchmark."""
+    squad_path = ctx.data / "squad_v2" / "articles_as_documents.jsonl"
+    lara_root = ctx.data / "lara"
+    datasets: list[tuple[str, list[EvalItem]]] = []
+    missing = []
+    if squad_path.is_file():
+        datasets.append(
+            ("SQuAD 2.0 articles", squad_items(squad_path, per_article=3 if ctx.quick else 25))
+        )
+    else:
+        missing.append(str(squad_path))
+    if (lara_root / "query").is_dir() and (lara_root / "32k").is_dir():
+        lara = lara_items(lara_root, cap=8 if ctx.quick else None)
+        if lara:
+            datasets.append(("LaRA 32k", lara))
+    else:
+        missing.append(str(lara_root))
+    if not datasets:
+        return BenchResult(KEY, TITLE, skipped=f"data not found at {' and '.join(missing)}")
+    result = BenchResult(KEY, TITLE)
+    for name, items in datasets:
+        rows, abst, _ = _dataset(name, items, ctx.log)
+        answerable = sum(not i.unanswerable for i in items)
+        plain = rows[0].ours
+        for r in rows[1:]:
+            better, _ = r.verdicts()
+            result.rows.append(
+                Row(
+                    f"{name}: {r.name} — token ratio / answerable ratio / latency (sim.)",
+                    f"{fmt_pct(r.base.token_ratio)} / {fmt_pct(r.base.answerable_ratio)} / "
+                    f"{r.base.latency_s:.3f} s",
+                    f"{fmt_pct(r.ours.token_ratio)} / {fmt_pct(r.ours.answerable_ratio)} / "
+                    f"{r.ours.latency_s:.3f} s",
+                    f"tokens {r.ours.input_tokens / max(1, r.base.input_tokens):.3f}×; better on: "
+                    f"{', '.join(better) or 'nothing'}",
+                )
+            )
+        for label, summary in abst:
+            rs = {x.method: x for x in summary.rows}
+            result.rows.append(
+                Row(
+                    f"{name}, {label}: correct declines on unanswerable, Self-Route vs grounded",
+                    _rate(rs["self_route"].correct_decline_rate),
+                    _rate(rs["self_route_grounded"].correct_decline_rate),
+                    f"LC {_rate(rs['lc'].correct_decline_rate)}, RAG "
+                    f"{_rate(rs['rag'].correct_decline_rate)}",
+                )
+            )
+        result.details.append(
+            f"**{name}** — {len(items)} questions ({answerable} answerable, "
+            f"{len(items) - answerable} unanswerable), Self-Route k={K}; plain Self-Route "
+            f"answers {fmt_pct(plain.answerable_ratio)} from the chunks at "
+            f"{fmt_pct(plain.token_ratio)} of LC's input tokens\n\n" + _policy_table(rows)
+        )
+        result.details.append(
+            f"**{name}: correct declines on the {abst[0][1].rows[0].unanswerable_items} "
+            "unanswerable questions** (and, last column, answerable questions grounded mode "
+            "declined)\n\n" + _abstention_table(abst)
+        )
+    if missing:
+        result.notes.append(f"Not measured (data not found): {', '.join(missing)}.")
+    result.notes.append(
+        "Oracle reader: answers iff a normalised gold answer is in the text it is shown, so the "
+        "numbers isolate what each policy changes in routing. Token ratio: Self-Route input "
+        "tokens / always-LC input tokens (same questions). Latency is simulated (0.4 s + 20 µs "
+        "per input token + 20 ms per output token per call, `selfroute.eval.LatencyModel`), "
+        "summed over a question's calls. Fabricating readers: the oracle, except that the "
+        "long-context call on an answer-less question always invents an answer (quote: invented "
+        "= not in the document; irrelevant = a real sentence that does not support it). "
+        "'Better than plain on' compares each policy with plain Self-Route on the same questions "
+        "(by more than 0.1%, or 0.1 points of answerable ratio); a policy better on nothing is "
+        "listed as such."
+    )
+    return result
+
+
+def main() -> None:  # pragma: no cover - manual runs
+    """``python -m benchmarks.bench_policies``: print the tables."""
+    print(run(BenchContext()).markdown())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
