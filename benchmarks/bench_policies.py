@@ -12,7 +12,8 @@ that does not beat plain Self-Route on some axis to say so. This benchmark does 
 * Policies, each against plain Self-Route (k=5, BM25 over 300-word chunks, the real core flow):
   k-ladder 5→20; pre-routing of global questions; pre-routing by a ``min_top_score`` calibrated
   with ``selfroute calibrate``'s own code on one half of the questions and measured on the other
-  half; the structured ``{answerable, answer}`` verdict; grounded mode.
+  half; the structured ``{answerable, answer}`` verdict; speculative long context (every question,
+  and below the calibrated threshold); grounded mode.
 * Readers: the oracle (answers iff the gold span is in what it is shown), and two *fabricating*
   oracles that, in the long-context call on a question whose answer is absent, invent an answer
   -- supported in grounded mode by an invented quote, or by a real but irrelevant sentence.
@@ -313,6 +314,30 @@ def _dataset(
         )
 
     rows.append(PolicyRow("structured verdict", plain, policy("structured", verdict="structured")))
+
+    # speculative long context: always, and on weak evidence (the calibrated threshold, half B)
+    rows.append(
+        PolicyRow(
+            "speculative LC: every question",
+            plain,
+            policy("speculate-all", speculate_below=float("inf")),
+            "LC starts with the RAG call; cancelled (tokens counted) when RAG answers",
+        )
+    )
+    if threshold is not None:
+        cfg = replace(base, speculate_below=threshold)
+        summary = _evaluate(half_b, oracle, cfg, ["self_route"])
+        ours = measure(_runs(summary, "self_route"))
+        log(f"  [7] {name}: speculate below {threshold:g}: {ours}")
+        rows.append(
+            PolicyRow(
+                "speculative LC: weak evidence",
+                plain_b,
+                ours,
+                f"top score under {threshold:g} (calibrated on the other half); "
+                f"measured on {len(half_b)} questions",
+            )
+        )
 
     # grounded: from the full run; its case rests on abstention, measured below
     grounded = measure(_runs(full, "self_route_grounded"))

@@ -153,6 +153,8 @@ class Generate:
         grounded: Grounded mode: the answer carries quotes that are checked before any of it is
             shown (streaming delivers such an answer once it is verified).
         k: For the RAG stage: how many chunks the prompt shows (one step per k-ladder rung).
+        speculative: A long-context call started alongside the RAG step (inside a
+            :class:`Speculate`); it may be cancelled.
     """
 
     stage: Stage
@@ -163,6 +165,7 @@ class Generate:
     structured: StructuredRequest | None = None
     grounded: bool = False
     k: int | None = None
+    speculative: bool = False
 
     @property
     def hold(self) -> bool:
@@ -806,7 +809,13 @@ def self_route_flow(
                 s_fitted, s_prompt, s_tokens = fit(docs)
                 if cfg.budget is None or cfg.budget.acquire(s_tokens).allowed:
                     handle = yield Speculate(
-                        Generate(Stage.LONG_CONTEXT, s_prompt, q, grounded=cfg.grounded)
+                        Generate(
+                            Stage.LONG_CONTEXT,
+                            s_prompt,
+                            q,
+                            grounded=cfg.grounded,
+                            speculative=True,
+                        )
                     )
                     spec = _Speculation(handle, s_fitted, s_prompt, s_tokens)
 

@@ -148,7 +148,7 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
 
 def policies(settings: Settings) -> dict[str, Any]:
     """The Self-Route policy options of ``settings`` as :class:`~selfroute.RouteConfig` fields:
-    ``k_ladder``, ``pre_route``, ``verdict`` and ``grounded``."""
+    ``k_ladder``, ``pre_route``, ``verdict``, ``grounded`` and ``speculate_below``."""
     pre_route = None
     if settings.pre_route or settings.min_top_score is not None:
         pre_route = PreRoute(
@@ -159,6 +159,7 @@ def policies(settings: Settings) -> dict[str, Any]:
         "pre_route": pre_route,
         "verdict": settings.verdict,
         "grounded": bool(settings.grounded),
+        "speculate_below": settings.speculate_below,
     }
 
 

@@ -207,7 +207,12 @@ class _Session:
         return gen, latency
 
     async def generate(
-        self, reader: Reader, request: ModelRequest, calls: list[CallRecord]
+        self,
+        reader: Reader,
+        request: ModelRequest,
+        calls: list[CallRecord],
+        *,
+        speculative: bool = False,
     ) -> Generation:
         """One reader call, served from the cache (disk, or this run) when it was made before."""
         prompt_tokens = self.counter.count(request.prompt)
@@ -253,6 +258,7 @@ class _Session:
                 cost=self.prices.cost(model, usage) if self.prices is not None else None,
                 k=request.k,
                 structured=request.structured is not None,
+                speculative=speculative,
             )
         )
         return Generation(
@@ -319,7 +325,9 @@ class _FlowHandler:
             grounded=grounded,
             k=step.k,
         )
-        return await self.session.generate(reader, request, self.calls)
+        return await self.session.generate(
+            reader, request, self.calls, speculative=step.speculative
+        )
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
         gen = await self.agenerate(step)
@@ -394,6 +402,24 @@ async def _run_self_route(session: _Session, item: EvalItem, q: str, record: Run
     handler = _FlowHandler(session, item, q, record.calls, record.method)
     flow = self_route_flow(q, _flow_config(session, record.method, record.k))
     result = await arun_flow(flow, handler)
+    if not any(c.speculative for c in record.calls):
+        # A speculative long-context call cancelled before it finished made no call record; the
+        # result's wasted step (its prompt counted locally) is what it may cost: count it.
+        for step in result.steps:
+            if step.wasted:
+                record.calls.append(
+                    CallRecord(
+                        method=record.method,
+                        stage=step.stage,
+                        model=step.model or session.lc_reader.model_name,
+                        prompt_tokens=step.prompt_tokens_estimate or step.usage.input_tokens,
+                        usage=step.usage,
+                        latency_s=0.0,
+                        cached=False,
+                        output="",
+                        speculative=True,
+                    )
+                )
     _from_result(record, result)
     record.prediction = result.answer
     record.answered_from_chunks = result.answered_from_chunks

@@ -90,6 +90,8 @@ class CallRecord:
         cost: Money at the price table, ``None`` without a price for the model.
         k: For Self-Route's RAG steps, the chunks shown (the k-ladder rung).
         structured: The call asked for a structured verdict.
+        speculative: A long-context call started alongside the RAG step (``speculate_below``);
+            it overlaps the RAG calls in time, and its tokens count even when it was cancelled.
     """
 
     method: str
@@ -103,6 +105,7 @@ class CallRecord:
     cost: float | None = None
     k: int | None = None
     structured: bool = False
+    speculative: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -110,6 +113,7 @@ class CallRecord:
             "stage": self.stage.value,
             "k": self.k,
             "structured": self.structured,
+            "speculative": self.speculative,
             "model": self.model,
             "prompt_tokens": self.prompt_tokens,
             "usage": self.usage.to_dict(),
@@ -180,8 +184,13 @@ class RunRecord:
 
     @property
     def latency_s(self) -> float:
-        """Sum of the calls' latencies."""
-        return sum(c.latency_s for c in self.calls)
+        """Sum of the calls' latencies; a speculative long-context call overlaps the RAG calls
+        (it counts only when it was the answer, and then as ``max(RAG calls, LC call)``)."""
+        plain = sum(c.latency_s for c in self.calls if not c.speculative)
+        spec = [c.latency_s for c in self.calls if c.speculative]
+        if spec and self.route == "long_context":
+            return max(plain, sum(spec))
+        return plain
 
     @property
     def cost(self) -> float | None:

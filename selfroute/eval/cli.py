@@ -205,6 +205,13 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "context (calibrate X with `selfroute calibrate`)",
     )
     policy.add_argument(
+        "--speculate-below",
+        type=_number,
+        metavar="X",
+        help="start the long-context call alongside the RAG call when the best retrieved chunk "
+        "scores under X; cancelled (its tokens still counted) when the RAG step answers",
+    )
+    policy.add_argument(
         "--verdict",
         choices=["sentinel", "structured", "auto"],
         default="sentinel",
@@ -331,6 +338,7 @@ def config_from_args(args: argparse.Namespace) -> RouteConfig:
         pre_route=pre_route,
         verdict=args.verdict,
         grounded=args.grounded,
+        speculate_below=args.speculate_below,
     )
 
 

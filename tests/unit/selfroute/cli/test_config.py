@@ -67,6 +67,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "min_top_score": "2.5",
         "verdict": "auto",
         "grounded": "1",
+        "speculate_below": "0.4",
         "prices": "gpt-4o-mini=0.15/0.6",
     }
     assert set(samples) == {s.name for s in SETTINGS}

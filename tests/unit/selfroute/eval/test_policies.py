@@ -226,3 +226,28 @@ def test_eval_cli_policy_errors(argv: list[str], message: str, tmp_path: Path, c
     )  # fmt: skip
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_speculative_long_context_overlaps_and_counts_the_wasted_tokens() -> None:
+    latency = LatencyModel()
+    plain = _by(run(CFG, reader=OracleReader(latency=latency)))
+    spec = _by(
+        run(
+            RouteConfig(chunk_words=20, speculate_below=100.0),  # every question speculates
+            reader=OracleReader(latency=latency),
+        )
+    )
+    for item_id, p in plain.items():
+        s = spec[item_id]
+        assert s.route == p.route and s.prediction == p.prediction, item_id
+        (lc_call,) = [c for c in s.calls if c.stage.value == "long_context"]
+        assert lc_call.speculative
+        if p.route == "long_context":  # the LC call ran alongside the RAG call: max, not sum
+            rag = sum(c.latency_s for c in s.calls if c.stage.value == "rag")
+            assert s.latency_s == pytest.approx(max(rag, lc_call.latency_s))
+            assert s.latency_s < p.latency_s
+            assert s.input_tokens == p.input_tokens
+        else:  # RAG answered: the cancelled LC call's tokens are the price
+            assert s.latency_s == pytest.approx(p.latency_s)
+            assert s.input_tokens == p.input_tokens + lc_call.usage.input_tokens
+    assert {r.route for r in plain.values()} == {"rag", "long_context"}
