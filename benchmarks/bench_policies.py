@@ -23,6 +23,8 @@ that does not beat plain Self-Route on some axis to say so. This benchmark does 
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +50,10 @@ __all__ = ["KEY", "TITLE", "MemoCounter", "lara_items", "run", "squad_items"]
 
 KEY, TITLE = "7", "Routing policies and abstention (oracle and scripted readers)"
 K = 5
+#: Real declines written by real models (hand-labelled, vendored with attribution).
+LABELLED = (
+    Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "refusals" / "labelled.jsonl"
+)
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
 
@@ -359,6 +365,66 @@ def _dataset(
     return rows, results, facts
 
 
+class ParaphrasingOracle(OracleReader):
+    """The oracle, except that its RAG-step declines (sentinel prompt) are real declines written
+    by real models, in their own words -- cycling deterministically through the hand-labelled
+    declines of ``tests/fixtures/refusals/labelled.jsonl``. Asked for a structured verdict it
+    returns ``answerable: false``, as a model with structured output would."""
+
+    def __init__(self, declines: Sequence[str], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.declines = list(declines)
+
+    def render(self, request: Any, answer: str | None, quotes: list[str]) -> sr.Generation:
+        if answer is None and request.structured is None and request.stage is sr.Stage.RAG:
+            i = zlib.crc32(f"{request.item.id}/{request.k}".encode()) % len(self.declines)
+            text = self.declines[i]
+            usage = sr.Usage.of(
+                self.counter.count(request.prompt),
+                self.counter.count(text),
+                source=self.counter.source,
+            )
+            return sr.Generation(text=text, usage=usage, model="oracle")
+        return super().render(request, answer, quotes)
+
+
+def real_declines() -> list[str]:
+    """The hand-labelled real declines (all of them, parser hits and misses alike)."""
+    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line]
+    return [r["prediction"] for r in rows if r["declined"]]
+
+
+def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], None]) -> str:
+    """Structured verdicts against sentinel parsing when the model declines in its own words."""
+    counter = MemoCounter()
+    reader = ParaphrasingOracle(real_declines(), counter=counter)
+    declines = set(reader.declines)
+    out = ["| verdict | answerable ratio | declines taken as answers | score on answerable |",
+           "|---|---|---|---|"]  # fmt: skip
+    for label, cfg in (
+        ("paper-style strict sentinel match (`strict=True`)", sr.RouteConfig(k=K, strict=True)),
+        ("selfroute verdict parser (default)", sr.RouteConfig(k=K)),
+        ('structured verdict (`verdict="structured"`)', sr.RouteConfig(k=K, verdict="structured")),
+    ):
+        runs = _runs(
+            _evaluate(items, reader, replace(cfg, token_counter=counter), ["self_route"]),
+            "self_route",
+        )
+        misread = sum(
+            bool(r.answered_from_chunks)
+            and any(c.stage is sr.Stage.RAG and c.output in declines for c in r.calls)
+            for r in runs
+        )
+        ans = [r for r in runs if not r.item.unanswerable]
+        score = sum(r.score for r in ans) / len(ans) if ans else 0.0
+        m = measure(runs)
+        log(f"  [7] {name}: {label}: misread {misread}")
+        out.append(
+            f"| {label} | {fmt_pct(m.answerable_ratio)} | {misread} of {len(runs)} | {score:.3f} |"
+        )
+    return "\n".join(out)
+
+
 def run(ctx: BenchContext) -> BenchResult:
     """Run the benchmark."""
     squad_path = ctx.data / "squad_v2" / "articles_as_documents.jsonl"
@@ -413,6 +479,12 @@ def run(ctx: BenchContext) -> BenchResult:
             f"{len(items) - answerable} unanswerable), Self-Route k={K}; plain Self-Route "
             f"answers {fmt_pct(plain.answerable_ratio)} from the chunks at "
             f"{fmt_pct(plain.token_ratio)} of LC's input tokens\n\n" + _policy_table(rows)
+        )
+        result.details.append(
+            f"**{name}: structured verdicts when the model declines in its own words** — the "
+            "oracle's RAG-step declines replaced by real model declines (hand-labelled, "
+            f"{len(real_declines())} texts; `ParaphrasingOracle`); a decline taken as an answer "
+            "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )
         result.details.append(
             f"**{name}: correct declines on the {abst[0][1].rows[0].unanswerable_items} "
