@@ -6,7 +6,9 @@ real span-answer data with the oracle reader and with scripted model behaviour -
 that does not beat plain Self-Route on some axis to say so. This benchmark does exactly that:
 
 * Data: SQuAD 2.0 articles (each article its own document; answerable questions whose gold span is
-  in the article, and ``is_impossible`` ones) and LaRA 32k (``location`` questions whose gold
+  in the article, and ``is_impossible`` ones), the same kind of questions over a haystack of all 8
+  articles in one document (about 50k tokens: where the k-ladder's top rung is small next to the
+  document), and LaRA 32k (``location`` questions whose gold
   answer appears verbatim in the document, and every ``hallu`` question, which the document does
   not answer).
 * Policies, each against plain Self-Route (k=5, BM25 over 300-word chunks, the real core flow):
@@ -86,9 +88,13 @@ def _in_document(item: EvalItem) -> bool:
     return any(f" {match_key(a)} " in hay for a in item.answers if match_key(a))
 
 
-def squad_items(path: Path, *, per_article: int) -> list[EvalItem]:
+def squad_items(path: Path, *, per_article: int, haystack: bool = False) -> list[EvalItem]:
     """Per article: the first ``per_article`` answerable questions whose span is in the article
-    and the first ``per_article`` impossible ones."""
+    and the first ``per_article`` impossible ones (``haystack``: the same questions, each asked
+    over all articles joined into one document)."""
+    if haystack:
+        chosen = {i.id for i in squad_items(path, per_article=per_article)}
+        return [i for i in load_squad(path, haystack=True) if i.id in chosen]
     out: list[EvalItem] = []
     by_title: dict[str, list[EvalItem]] = {}
     for item in load_squad(path):
@@ -434,6 +440,12 @@ def run(ctx: BenchContext) -> BenchResult:
     if squad_path.is_file():
         datasets.append(
             ("SQuAD 2.0 articles", squad_items(squad_path, per_article=3 if ctx.quick else 25))
+        )
+        datasets.append(
+            (
+                "SQuAD 2.0 haystack (8 articles in one document)",
+                squad_items(squad_path, per_article=2 if ctx.quick else 8, haystack=True),
+            )
         )
     else:
         missing.append(str(squad_path))

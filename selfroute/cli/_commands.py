@@ -163,27 +163,6 @@ def policies(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _with_policies(route: Any, options: dict[str, Any]) -> Any:
-    """``route`` (a ``SelfRoute``) running with the policy options.
-
-    Options the adapter takes as fields were passed when it was built; the others are set on the
-    core config it built (the same :class:`~selfroute.RouteConfig` fields the flow reads).
-    """
-    config: RouteConfig = route.config
-    updated = replace(config, **options)  # validates: a k_ladder below k is an error here
-    if updated != config:
-        route._route_config = updated
-    return route
-
-
-def _adapter_fields(options: dict[str, Any]) -> dict[str, Any]:
-    """The policy options the LangChain ``SelfRoute`` accepts as constructor fields."""
-    from langchain_selfroute import SelfRoute
-
-    fields = getattr(SelfRoute, "model_fields", {})
-    return {k: v for k, v in options.items() if k in fields}
-
-
 def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
     """The long-context model: ``--lc-model`` at ``--lc-base-url``; a bare ``--lc-model`` name (or
     none) shares ``--base-url``, while ``openai:``/``google:`` means that provider's own API."""
@@ -208,7 +187,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     kwargs, currency = _route_kwargs(settings)
     options = policies(settings)
     replace(RouteConfig(k=settings.k), **options)  # a bad k_ladder fails before any work
-    kwargs.update(_adapter_fields(options))
+    kwargs.update(options)  # the adapter takes every policy under the RouteConfig name
     if lc_llm is not None:
         kwargs["long_context_llm"] = lc_llm
     if doc is not None:
@@ -223,7 +202,6 @@ def _session(settings: Settings, doc: str | None) -> _Session:
             metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
         )
         route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
-        route = _with_policies(route, options)
         return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc")
     from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
     from selfroute.stores._retriever import HybridRetriever
@@ -232,7 +210,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
     core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
     retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
-    route = _with_policies(retriever.as_self_route(llm, **kwargs), options)
+    route = retriever.as_self_route(llm, **kwargs)
     return _Session(route, rag_spec, lc_spec, currency, settings.retrieval)
 
 
