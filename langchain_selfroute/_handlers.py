@@ -274,12 +274,9 @@ _GARBLED = "{}"
 
 
 def _structured_chunks(gen: Generation, step: Generate) -> Iterator[GenerationChunk]:
-    """A structured call streamed: one piece with its text and object (the core holds it back
-    until it is classified), then usage and model."""
-    yield GenerationChunk(
-        text=gen.text, structured=gen.structured, structured_error=gen.structured_error
-    )
-    yield GenerationChunk(text="", usage=gen.usage, model=gen.model)
+    """A structured call streamed: one piece with its text, object, usage and model (the core
+    holds it back until it is classified)."""
+    yield GenerationChunk.of(gen)
 
 
 class _Pieces:

@@ -312,13 +312,7 @@ class LlamaIndexHandler:
     def _streamed(self, step: Generate, gen: Generation) -> Iterator[GenerationChunk]:
         """A structured call's output as one chunk with its object (the flow holds it back until
         it is checked)."""
-        yield GenerationChunk(
-            text=gen.text,
-            usage=gen.usage,
-            model=gen.model,
-            structured=gen.structured,
-            structured_error=gen.structured_error,
-        )
+        yield GenerationChunk.of(gen)
 
     # -- plain calls ---------------------------------------------------------------------------
     def _call(self, step: Generate) -> Generation:

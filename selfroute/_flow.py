@@ -256,6 +256,17 @@ class GenerationChunk:
     structured: Mapping[str, Any] | None = None
     structured_error: str | None = None
 
+    @classmethod
+    def of(cls, gen: Generation) -> GenerationChunk:
+        """A finished call as one piece (for handlers whose call does not stream)."""
+        return cls(
+            text=gen.text,
+            usage=gen.usage,
+            model=gen.model,
+            structured=gen.structured,
+            structured_error=gen.structured_error,
+        )
+
 
 class StepHandler(Protocol):
     """What an adapter implements for the sync driver."""
@@ -1060,6 +1071,10 @@ class _StreamState:
         self.lc_held = False
 
     def start(self, step: Generate) -> None:
+        self.parts: list[str] = []
+        self.usage: Usage | None = None
+        self.last: GenerationChunk | None = None
+        self.obj: GenerationChunk | None = None
         self.holding = step.hold
         if step.stage is Stage.RAG and not step.hold:
             self.sniffer = SentinelSniffer(
@@ -1070,8 +1085,26 @@ class _StreamState:
         if step.stage is Stage.LONG_CONTEXT:
             self.lc_held = step.hold
 
-    def feed(self, step: Generate, chunk: GenerationChunk, parts: list[str]) -> list[FlowEvent]:
-        parts.append(chunk.text or "")
+    def generation(self) -> Generation:
+        """The streamed call as one :class:`Generation` (text joined, usage summed, the model
+        name and any structured object kept)."""
+        obj = self.obj
+        return Generation(
+            text="".join(self.parts),
+            usage=self.usage,
+            model=self.last.model if self.last is not None else None,
+            structured=obj.structured if obj is not None else None,
+            structured_error=obj.structured_error if obj is not None else None,
+        )
+
+    def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
+        """Keep ``chunk``; return the events it releases."""
+        self.parts.append(chunk.text or "")
+        self.last = chunk if chunk.model or self.last is None else self.last
+        if chunk.usage is not None:
+            self.usage = chunk.usage if self.usage is None else self.usage + chunk.usage
+        if chunk.structured is not None or chunk.structured_error is not None:
+            self.obj = chunk
         if not chunk.text or self.holding:
             return []
         if step.stage is Stage.RAG:
@@ -1120,21 +1153,6 @@ class _StreamState:
             events.append(TokenEvent(answer, Stage.LONG_CONTEXT))
         events.append(ResultEvent(result))
         return events
-
-
-def _combine(
-    parts: list[str],
-    last: GenerationChunk | None,
-    usage: Usage | None,
-    structured: GenerationChunk | None = None,
-) -> Generation:
-    return Generation(
-        text="".join(parts),
-        usage=usage,
-        model=last.model if last is not None else None,
-        structured=structured.structured if structured is not None else None,
-        structured_error=structured.structured_error if structured is not None else None,
-    )
 
 
 def _timed(gen: Any, t0: float) -> Any:
@@ -1230,12 +1248,6 @@ class _TaskSpeculation:
         return _timed(await task, self.t0)
 
 
-def _merge_usage(usage: Usage | None, chunk: GenerationChunk) -> Usage | None:
-    if chunk.usage is None:
-        return usage
-    return chunk.usage if usage is None else usage + chunk.usage
-
-
 def drive(
     flow: Generator[Step, Any, RouteResult], handler: StepHandler, *, stream: bool = False
 ) -> Iterator[FlowEvent]:
@@ -1269,17 +1281,9 @@ def drive(
             elif isinstance(step, Generate):
                 if stream:
                     state.start(step)
-                    parts: list[str] = []
-                    usage: Usage | None = None
-                    last: GenerationChunk | None = None
-                    obj: GenerationChunk | None = None
                     for chunk in handler.stream(step):
-                        last = chunk if chunk.model or last is None else last
-                        usage = _merge_usage(usage, chunk)
-                        if chunk.structured is not None or chunk.structured_error is not None:
-                            obj = chunk
-                        yield from state.feed(step, chunk, parts)
-                    gen = _combine(parts, last, usage, obj)
+                        yield from state.feed(step, chunk)
+                    gen = state.generation()
                 else:
                     gen = handler.generate(step)
                 send = _timed(gen, t0)
@@ -1323,18 +1327,10 @@ async def adrive(
                 elif isinstance(step, Generate):
                     if stream:
                         state.start(step)
-                        parts: list[str] = []
-                        usage: Usage | None = None
-                        last: GenerationChunk | None = None
-                        obj: GenerationChunk | None = None
                         async for chunk in handler.astream(step):
-                            last = chunk if chunk.model or last is None else last
-                            usage = _merge_usage(usage, chunk)
-                            if chunk.structured is not None or chunk.structured_error is not None:
-                                obj = chunk
-                            for ev in state.feed(step, chunk, parts):
+                            for ev in state.feed(step, chunk):
                                 yield ev
-                        gen = _combine(parts, last, usage, obj)
+                        gen = state.generation()
                     else:
                         gen = await handler.agenerate(step)
                     send = _timed(gen, t0)

@@ -102,16 +102,6 @@ def _as_generation(value: Any) -> Generation:
     )
 
 
-def _as_chunk(gen: Generation) -> GenerationChunk:
-    return GenerationChunk(
-        text=gen.text,
-        usage=gen.usage,
-        model=gen.model,
-        structured=gen.structured,
-        structured_error=gen.structured_error,
-    )
-
-
 def _as_structured(value: Any) -> Generation:
     if isinstance(value, Generation):
         return value
@@ -183,7 +173,7 @@ class FunctionHandler:
         return _as_generation(self._gen[step.stage](step.prompt))
 
     def stream(self, step: Generate) -> Iterable[GenerationChunk]:
-        yield _as_chunk(self.generate(step))
+        yield GenerationChunk.of(self.generate(step))
 
     def load_long_context(self, step: LoadLongContext) -> Any:
         return self._docs(step)
@@ -202,7 +192,7 @@ class FunctionHandler:
         return _as_generation(await self._await(self._gen[step.stage](step.prompt)))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        yield _as_chunk(await self.agenerate(step))
+        yield GenerationChunk.of(await self.agenerate(step))
 
     async def aload_long_context(self, step: LoadLongContext) -> Any:
         return await self._await(self._docs(step))

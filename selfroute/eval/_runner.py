@@ -331,7 +331,7 @@ class _FlowHandler:
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
         gen = await self.agenerate(step)
-        yield GenerationChunk(text=gen.text, usage=gen.usage, model=gen.model)
+        yield GenerationChunk.of(gen)
 
     async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument]:
         return [ContextDocument(self.item.document, self.item.doc_id)]
