@@ -63,6 +63,7 @@ __all__ = [
     "model_name",
     "model_window",
     "retriever_filter",
+    "structured_generation",
     "structured_model",
     "unwrap",
 ]
@@ -235,7 +236,7 @@ def _parse_failure(output: Any, raw: Any) -> str:
     return "the model returned no structured object"
 
 
-def _structured_generation(output: Any, fallback_model: str | None) -> Generation:
+def structured_generation(output: Any, fallback_model: str | None) -> Generation:
     """A :class:`selfroute.Generation` from what ``with_structured_output(include_raw=True)``
     returned: ``{"raw": AIMessage, "parsed": dict | None, "parsing_error": ...}``.
 
@@ -516,12 +517,12 @@ class LangChainHandler:
     def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
         output = structured.invoke(messages, config=config)
-        return _structured_generation(output, self.names.get(step.stage))
+        return structured_generation(output, self.names.get(step.stage))
 
     async def _acall_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
         output = await structured.ainvoke(messages, config=config)
-        return _structured_generation(output, self.names.get(step.stage))
+        return structured_generation(output, self.names.get(step.stage))
 
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
         # A retriever that takes ``k`` per call gets it, so ``k`` (also when configured per call)

@@ -16,6 +16,7 @@ from selfroute._flow import Generation, StructuredRequest
 from selfroute._grounding import QUOTE_LABEL, locate_quote
 from selfroute._prompts import DEFAULT_SENTINEL, GROUNDING_PREFIX
 from selfroute._result import Stage
+from selfroute._structured import verdict_schema
 from selfroute._tokens import TokenCounter, default_token_counter
 from selfroute._usage import Usage
 from selfroute._verdict import parse_verdict
@@ -570,11 +571,31 @@ class ChatModelReader:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise MissingDependencyError("langchain-core", "langchain") from exc
 
-        from langchain_selfroute._handlers import message_model, message_text, message_usage
+        from langchain_selfroute._handlers import (
+            message_model,
+            message_text,
+            message_usage,
+            structured_generation,
+            structured_model,
+        )
 
-        message = await self.model.ainvoke([HumanMessage(content=request.prompt)])
+        messages = [HumanMessage(content=request.prompt)]
+        if request.structured is not None:  # the prompt is already the structured one
+            runnable = structured_model(self.model, request.structured)
+            if runnable is not None:
+                output = await runnable.ainvoke(messages)
+                return structured_generation(output, self.model_name)
+        message = await self.model.ainvoke(messages)
         model = message_model(message) or self.model_name
         return Generation(text=message_text(message), usage=message_usage(message), model=model)
+
+    @property
+    def supports_structured(self) -> bool:
+        """Whether the model gives structured output (LangChain ``with_structured_output``)."""
+        from langchain_selfroute._handlers import structured_model
+
+        probe = StructuredRequest(prompt="", schema=verdict_schema(), required=False)
+        return structured_model(self.model, probe) is not None
 
 
 def chat_model_from_spec(

@@ -183,3 +183,44 @@ def test_gemini_client_reports_provider_usage(gemini_server, tmp_path: Path) -> 
     assert all(c.usage.output_tokens == 3 for c in calls)
     assert summary.row("lc").input_tokens == lc_usage_on_server(gemini_server)
     assert gemini_server.calls == summary.model_calls == 3 * 3
+
+
+def structured_model_reply(body: dict) -> Reply:
+    """The careful model, answering structured-verdict requests with the JSON object."""
+    if "response_format" not in body:
+        return careful_model(body)
+    prompt = last_user_text(body)
+    question = re.search(r"Question: (.*)$", prompt.strip())
+    assert question is not None, prompt[-200:]
+    haystack = f" {match_key(prompt[: question.start()])} "
+    for gold in GOLD.get(question.group(1).strip(), ()):
+        if f" {match_key(gold)} " in haystack:
+            obj = {"answerable": True, "answer": gold}
+            break
+    else:
+        obj = {"answerable": False, "answer": ""}
+    return Reply(json.dumps(obj), prompt_tokens=len(prompt.split()) + 7, completion_tokens=9)
+
+
+def test_structured_verdicts_with_a_real_client(openai_server, tmp_path: Path) -> None:
+    from selfroute import RouteConfig
+
+    openai_server.responder = structured_model_reply
+    reader = ChatModelReader(chat_openai(openai_server, temperature=0))
+    assert reader.supports_structured
+    summary = evaluate(
+        ITEMS,
+        reader=reader,
+        ks=[5],
+        methods=["self_route"],
+        config=RouteConfig(verdict="structured"),
+        cache=tmp_path / "cache.sqlite",
+    )
+    schema_requests = [b for b in openai_server.requests if "response_format" in b]
+    assert len(schema_requests) == len(ITEMS)  # every RAG step asked for the JSON schema
+    assert schema_requests[0]["response_format"]["type"] == "json_schema"
+    oracle = evaluate(ITEMS, reader=OracleReader(), ks=[5], methods=["self_route"], cache=False)
+    row, ref = summary.row("self_route", 5), oracle.row("self_route", 5)
+    assert (row.score, row.answerable_ratio) == (ref.score, ref.answerable_ratio)
+    rag_calls = [c for r in summary.records for c in r.calls if c.stage.value == "rag"]
+    assert all(c.structured and c.usage.source == "provider" for c in rag_calls)
