@@ -431,6 +431,99 @@ def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], No
     return "\n".join(out)
 
 
+# -- QMSum: global questions ------------------------------------------------------------------
+COVERAGE = 0.6  # the coverage oracle answers when the chunks hold this share of the relevant turns
+_KEY_WORDS = 12
+
+
+def _span_turns(turns: Sequence[str], spans: Any) -> list[str]:
+    out: list[str] = []
+    for start, end in spans:
+        out += turns[int(start) : int(end) + 1]
+    return out
+
+
+def qmsum_items(path: Path, *, cap: int | None) -> list[EvalItem]:
+    """QMSum's general and specific queries over their meeting transcripts. A specific query's
+    relevant turns are its ``relevant_text_span``; a general query's are every topic's spans (the
+    whole meeting)."""
+    items: list[EvalItem] = []
+    for m, line in enumerate(path.read_text(encoding="utf-8").splitlines()[:cap]):
+        row = json.loads(line)
+        turns = [f"{t['speaker']}: {t['content']}" for t in row["meeting_transcripts"]]
+        document = "\n".join(turns)
+
+        spans = [s for t in row["topic_list"] for s in t["relevant_text_span"]]
+        everything = _span_turns(turns, spans)
+        queries = [(q, True, everything) for q in row["general_query_list"]]
+        queries += [
+            (q, False, _span_turns(turns, q["relevant_text_span"]))
+            for q in row["specific_query_list"]
+        ]
+        for i, (q, general, relevant) in enumerate(queries):
+            items.append(
+                EvalItem(
+                    id=f"qmsum-{m}-{i}",
+                    question=q["query"],
+                    document=document,
+                    answers=(q["answer"],),
+                    doc_id=f"meeting-{m}",
+                    metric="rouge_l",
+                    metadata={"general": general, "relevant": relevant},
+                )
+            )
+    return items
+
+
+class CoverageOracle(OracleReader):
+    """For summary answers (QMSum): answers with the reference summary when the text it is shown
+    holds at least ``COVERAGE`` of the query's relevant turns (a turn counts when its opening
+    words appear), else declines. The long-context call always holds them all. Not a span
+    oracle (``is_oracle`` is false): its answers are scored by ROUGE-L like a model's."""
+
+    name = "coverage-oracle"
+    is_oracle = False
+
+    def respond(self, request: Any) -> tuple[str | None, list[str]]:
+        relevant = request.item.metadata.get("relevant") or []
+        haystack = self._normalized(request.context)
+        keys = [" ".join(match_key(t).split()[:_KEY_WORDS]) for t in relevant]
+        keys = [k for k in keys if k]
+        covered = sum(f" {k} " in haystack for k in keys)
+        if keys and covered / len(keys) >= COVERAGE:
+            return request.item.answers[0], []
+        return None, []
+
+
+def _global_table(items: Sequence[EvalItem], log: Callable[[str], None]) -> str:
+    counter = MemoCounter()
+    reader = CoverageOracle(counter=counter, latency=LatencyModel())
+    base = sr.RouteConfig(k=K, token_counter=counter)
+    rows = ["| queries | questions | matched by the detector | policy | answered from chunks | "
+            "input tokens | latency / question (simulated) | mean ROUGE-L |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    runs = {
+        label: {r.item.id: r for r in _runs(_evaluate(items, reader, cfg, ["self_route"]), "self_route")}
+        for label, cfg in (
+            ("plain Self-Route", base),
+            ("pre-route: global questions", replace(base, pre_route=sr.PreRoute())),
+        )
+    }  # fmt: skip
+    for kind, general in (("general", True), ("specific", False)):
+        group = [i for i in items if i.metadata["general"] is general]
+        matched = sum(sr.is_global_question(i.question) for i in group)
+        for label, by_id in runs.items():
+            rs = [by_id[i.id] for i in group]
+            m = measure(rs)
+            score = sum(r.score for r in rs) / len(rs) if rs else 0.0
+            log(f"  [7] QMSum {kind}: {label}: {m}")
+            rows.append(
+                f"| {kind} | {len(group)} | {matched} | {label} | {fmt_pct(m.answerable_ratio)} | "
+                f"{m.input_tokens:,} | {m.latency_s:.3f} s | {score:.3f} |"
+            )
+    return "\n".join(rows)
+
+
 def run(ctx: BenchContext) -> BenchResult:
     """Run the benchmark."""
     squad_path = ctx.data / "squad_v2" / "articles_as_documents.jsonl"
@@ -517,6 +610,16 @@ def run(ctx: BenchContext) -> BenchResult:
         "(by more than 0.1%, or 0.1 points of answerable ratio); a policy better on nothing is "
         "listed as such."
     )
+    qmsum = ctx.data / "qmsum" / "test.jsonl"
+    if qmsum.is_file():
+        items = qmsum_items(qmsum, cap=4 if ctx.quick else None)
+        result.details.append(
+            "**QMSum: global questions** — QMSum's general queries (\"Summarize the whole "
+            'meeting.") and specific ones over their meeting transcripts; the coverage oracle '
+            f"answers from the chunks only when they hold {COVERAGE:.0%} of the query's relevant "
+            "turns (a general query's are the whole meeting), so a global question sent to the "
+            "RAG step is a wasted call\n\n" + _global_table(items, ctx.log)
+        )
     return result
 
 
