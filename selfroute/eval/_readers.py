@@ -551,6 +551,7 @@ class ChatModelReader:
         )
         self.name = name or self.model_name
         self._identity = identity or _model_identity(model)
+        self._structured_ok: bool | None = None
 
     @classmethod
     def from_spec(cls, spec: str, **options: Any) -> ChatModelReader:
@@ -591,11 +592,14 @@ class ChatModelReader:
 
     @property
     def supports_structured(self) -> bool:
-        """Whether the model gives structured output (LangChain ``with_structured_output``)."""
-        from langchain_selfroute._handlers import structured_model
+        """Whether the model gives structured output (LangChain ``with_structured_output``);
+        probed once per reader (the runner asks on every RAG step)."""
+        if self._structured_ok is None:
+            from langchain_selfroute._handlers import structured_model
 
-        probe = StructuredRequest(prompt="", schema=verdict_schema(), required=False)
-        return structured_model(self.model, probe) is not None
+            probe = StructuredRequest(prompt="", schema=verdict_schema(), required=False)
+            self._structured_ok = structured_model(self.model, probe) is not None
+        return self._structured_ok
 
 
 def chat_model_from_spec(
