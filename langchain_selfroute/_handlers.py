@@ -47,6 +47,7 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
+from selfroute._faults import classified
 
 __all__ = [
     "TAG_LONG_CONTEXT",
@@ -499,6 +500,13 @@ class LangChainHandler:
         tag = TAG_RAG if stage is Stage.RAG else TAG_LONG_CONTEXT
         return self.models[stage], self._child(tag, run_name=tag)
 
+    def _classified(self, step: Generate) -> Any:
+        """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
+        becomes a :class:`~selfroute.ModelConfigurationError` naming the stage and model."""
+        return classified(
+            step.stage, self.names.get(step.stage) or model_name(self.models[step.stage])
+        )
+
     def _structured(self, step: Generate) -> Runnable[Any, Any] | None:
         """The structured-output runnable for ``step``, or ``None`` to send the plain prompt."""
         if step.structured is None:
@@ -516,12 +524,14 @@ class LangChainHandler:
 
     def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = structured.invoke(messages, config=config)
+        with self._classified(step):
+            output = structured.invoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     async def _acall_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = await structured.ainvoke(messages, config=config)
+        with self._classified(step):
+            output = await structured.ainvoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
@@ -613,7 +623,8 @@ class LangChainHandler:
         if structured is not None:
             return self._call_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
@@ -628,9 +639,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     def load_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
@@ -662,7 +674,8 @@ class LangChainHandler:
         if structured is not None:
             return await self._acall_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -675,9 +688,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:

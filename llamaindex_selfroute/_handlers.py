@@ -43,6 +43,7 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
+from selfroute._faults import classified
 
 __all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
 
@@ -212,6 +213,11 @@ class LlamaIndexHandler:
         extend = getattr(llm, "_extend_messages", None)  # adds the LLM's system_prompt, if any
         return list(extend(messages)) if callable(extend) else messages
 
+    def _classified(self, step: Generate) -> Any:
+        """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
+        becomes a :class:`~selfroute.ModelConfigurationError` naming the stage and model."""
+        return classified(step.stage, configured_model_name(self.llms[step.stage]))
+
     def _start(self, step: Generate, streaming: bool) -> LLM:
         llm = self.llms[step.stage]
         dispatcher.event(
@@ -299,14 +305,16 @@ class LlamaIndexHandler:
         assert step.structured is not None
         self._start(step, streaming=False)
         tools, kwargs = self._tool_request(llm, step.structured)
-        response = llm.chat_with_tools(tools, **kwargs)
+        with self._classified(step):
+            response = llm.chat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
 
     async def _astructured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
         assert step.structured is not None
         self._start(step, streaming=False)
         tools, kwargs = self._tool_request(llm, step.structured)
-        response = await llm.achat_with_tools(tools, **kwargs)
+        with self._classified(step):
+            response = await llm.achat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
 
     def _streamed(self, step: Generate, gen: Generation) -> Iterator[GenerationChunk]:
@@ -320,12 +328,13 @@ class LlamaIndexHandler:
         if structured_llm is not None:
             return self._structured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
-        if _is_chat_model(llm):
-            chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
-            gen = self._generation(llm, chat, chat.message.content)
-        else:
-            completion = llm.complete(step.prompt, **self.llm_kwargs)
-            gen = self._generation(llm, completion, completion.text)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
+                gen = self._generation(llm, chat, chat.message.content)
+            else:
+                completion = llm.complete(step.prompt, **self.llm_kwargs)
+                gen = self._generation(llm, completion, completion.text)
         return self._end(step, gen)
 
     async def _acall(self, step: Generate) -> Generation:
@@ -333,12 +342,13 @@ class LlamaIndexHandler:
         if structured_llm is not None:
             return await self._astructured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
-        if _is_chat_model(llm):
-            chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
-            gen = self._generation(llm, chat, chat.message.content)
-        else:
-            completion = await llm.acomplete(step.prompt, **self.llm_kwargs)
-            gen = self._generation(llm, completion, completion.text)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
+                gen = self._generation(llm, chat, chat.message.content)
+            else:
+                completion = await llm.acomplete(step.prompt, **self.llm_kwargs)
+                gen = self._generation(llm, completion, completion.text)
         return self._end(step, gen)
 
     @dispatcher.span
@@ -389,18 +399,19 @@ class LlamaIndexHandler:
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
-        if _is_chat_model(llm):
-            responses: Iterator[Any] = llm.stream_chat(
-                self._messages(llm, step.prompt), **self.llm_kwargs
-            )
-        else:
-            responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
-        for response in responses:
-            acc.add(response)
-            delta = response.delta or ""
-            if delta:
-                parts.append(delta)
-                yield GenerationChunk(text=delta)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                responses: Iterator[Any] = llm.stream_chat(
+                    self._messages(llm, step.prompt), **self.llm_kwargs
+                )
+            else:
+                responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
+            for response in responses:
+                acc.add(response)
+                delta = response.delta or ""
+                if delta:
+                    parts.append(delta)
+                    yield GenerationChunk(text=delta)
         yield self._stream_end(step, llm, acc, parts)
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -413,16 +424,17 @@ class LlamaIndexHandler:
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
-        if _is_chat_model(llm):
-            responses: AsyncIterator[Any] = await llm.astream_chat(
-                self._messages(llm, step.prompt), **self.llm_kwargs
-            )
-        else:
-            responses = await llm.astream_complete(step.prompt, **self.llm_kwargs)
-        async for response in responses:
-            acc.add(response)
-            delta = response.delta or ""
-            if delta:
-                parts.append(delta)
-                yield GenerationChunk(text=delta)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                responses: AsyncIterator[Any] = await llm.astream_chat(
+                    self._messages(llm, step.prompt), **self.llm_kwargs
+                )
+            else:
+                responses = await llm.astream_complete(step.prompt, **self.llm_kwargs)
+            async for response in responses:
+                acc.add(response)
+                delta = response.delta or ""
+                if delta:
+                    parts.append(delta)
+                    yield GenerationChunk(text=delta)
         yield self._stream_end(step, llm, acc, parts)
