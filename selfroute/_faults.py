@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from selfroute._errors import ModelConfigurationError
+from selfroute._errors import ModelConfigurationError, ModelOutputError
 from selfroute._redact import redact_exception
 from selfroute._result import Stage
 
@@ -123,16 +123,22 @@ def provider_rejection(exc: BaseException) -> int | None:
 @contextmanager
 def classified(stage: Stage, model: str | None = None) -> Iterator[None]:
     """Run a provider call; a rejection (see :func:`provider_rejection`) is raised as a
-    :class:`~selfroute.ModelConfigurationError` naming the stage and the model, anything else
-    unchanged (a transient fault, for the flow to escalate per ``on_rag_error``)."""
+    :class:`~selfroute.ModelConfigurationError` naming the stage and the model, a reply with no
+    choices at all (the clients fail reading ``choices[0]``) as a
+    :class:`~selfroute.ModelOutputError` saying the reply was empty, anything else unchanged (a
+    transient fault, for the flow to escalate per ``on_rag_error``)."""
+    what = "RAG-step" if stage is Stage.RAG else "long-context"
+    named = f" ({model})" if model else ""
     try:
         yield
+    except IndexError as exc:  # LangChain and LlamaIndex read choices[0] of an empty list
+        raise ModelOutputError(
+            f"the {what} model{named} returned an empty reply (no choices)", stage=stage.value
+        ) from exc
     except Exception as exc:
         status = provider_rejection(exc)
         if status is None or isinstance(exc, ModelConfigurationError):
             raise
-        what = "RAG-step" if stage is Stage.RAG else "long-context"
-        named = f" ({model})" if model else ""
         raise ModelConfigurationError(
             f"the {what} model{named} rejected the request with HTTP {status} (a key, "
             f"permission, model name or request size problem; not escalated): "
