@@ -11,8 +11,8 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, InvalidInputError
 from selfroute._fitting import OverflowStrategy
 from selfroute._preroute import PreRoute
+from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
-from selfroute._result import PriceTable
 from selfroute._structured import VerdictMode
 from selfroute._tokens import TokenCounter, default_token_counter
 from selfroute._verdict import strip_reasoning

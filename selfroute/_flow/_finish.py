@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from selfroute._flow._state import FlowState, Outcome
-from selfroute._result import PriceTable, RouteResult, Stage, StepRecord
+from selfroute._pricing import PriceTable
+from selfroute._result import RouteResult, Stage, StepRecord
 from selfroute._usage import Usage
 
 __all__ = ["build_result", "long_context_cost"]
