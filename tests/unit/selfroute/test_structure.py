@@ -24,11 +24,7 @@ MAX_FUNCTION_LINES = 120
 MAX_CLASS_LINES = 300
 
 #: Known offenders being fixed elsewhere; each entry names its issue. Remove when it lands.
-ALLOWED_LONG = {
-    # Issue #20 (engineer scale20) splits DocumentStore along its seams; the lead removes this
-    # entry when that split is merged.
-    "selfroute/stores/_store.py::DocumentStore",
-}
+ALLOWED_LONG: set[str] = set()
 
 
 def _modules() -> dict[str, Path]:
