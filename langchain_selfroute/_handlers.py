@@ -47,7 +47,7 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
-from selfroute._faults import classified
+from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
     "TAG_LONG_CONTEXT",
@@ -58,6 +58,7 @@ __all__ = [
     "LongContextPlan",
     "as_documents",
     "build_index",
+    "message_finish_reason",
     "message_model",
     "message_text",
     "message_usage",
@@ -166,6 +167,28 @@ def message_model(output: Any) -> str | None:
         value = meta.get(key)
         if isinstance(value, str) and value:
             return value.removeprefix("models/")
+    return None
+
+
+#: ``response_metadata`` keys under which LangChain integrations put the finish reason.
+_FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+
+
+def message_finish_reason(output: Any, *, streamed: bool = False) -> str | None:
+    """How the model call ended, from ``response_metadata`` (normalized: ``stop``, ``length``,
+    ``content_filter`` ...).
+
+    A streamed reply from a provider integration (``model_provider`` set) that carries no finish
+    reason ended without its final chunk: ``incomplete``. ``None`` when nothing says (a model
+    that reports no metadata).
+    """
+    meta = getattr(output, "response_metadata", None) or {}
+    for key in _FINISH_KEYS:
+        reason = normalize_finish_reason(meta.get(key))
+        if reason is not None:
+            return reason
+    if streamed and meta.get("model_provider"):
+        return INCOMPLETE
     return None
 
 
