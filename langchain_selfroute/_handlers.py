@@ -192,11 +192,12 @@ def message_finish_reason(output: Any, *, streamed: bool = False) -> str | None:
     return None
 
 
-def _generation(output: Any, fallback_model: str | None) -> Generation:
+def _generation(output: Any, fallback_model: str | None, *, streamed: bool = False) -> Generation:
     return Generation(
         text=message_text(output),
         usage=message_usage(output),
         model=message_model(output) or fallback_model,
+        finish_reason=message_finish_reason(output, streamed=streamed),
     )
 
 
@@ -291,6 +292,7 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
         model=message_model(raw) or fallback_model,
         structured=obj,
         structured_error=error,
+        finish_reason=message_finish_reason(raw),
     )
 
 
@@ -329,9 +331,11 @@ class _Pieces:
         return pieces[-1]
 
     def last(self) -> GenerationChunk:
-        """The closing chunk: no text, the merged usage and the model name."""
-        final = _generation(self.merged(), self.fallback_model)
-        return GenerationChunk(text="", usage=final.usage, model=final.model)
+        """The closing chunk: no text, the merged usage, the model name and the finish reason."""
+        final = _generation(self.merged(), self.fallback_model, streamed=True)
+        return GenerationChunk(
+            text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
+        )
 
 
 def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:

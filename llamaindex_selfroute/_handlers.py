@@ -28,7 +28,12 @@ from llama_index_instrumentation import get_dispatcher
 from llamaindex_selfroute._events import SelfRouteStepEndEvent, SelfRouteStepStartEvent
 from llamaindex_selfroute._parents import LongContextSource
 from llamaindex_selfroute._structured import structured_support, tool_arguments, verdict_tool
-from llamaindex_selfroute._usage import StreamUsage, model_from_response, usage_from_response
+from llamaindex_selfroute._usage import (
+    StreamUsage,
+    finish_reason_from_response,
+    model_from_response,
+    usage_from_response,
+)
 from selfroute import (
     ContextDocument,
     Generate,
@@ -246,6 +251,7 @@ class LlamaIndexHandler:
             text=text or "",
             usage=usage_from_response(response),
             model=model_from_response(response) or configured_model_name(llm),
+            finish_reason=finish_reason_from_response(response),
         )
 
     # -- structured verdicts -----------------------------------------------------------------
@@ -299,6 +305,7 @@ class LlamaIndexHandler:
             model=model_from_response(response) or configured_model_name(llm),
             structured=structured,
             structured_error=error,
+            finish_reason=finish_reason_from_response(response),
         )
 
     def _structured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
@@ -384,9 +391,10 @@ class LlamaIndexHandler:
         return await self.along_context_generate(step)
 
     def _stream_end(self, step: Generate, llm: LLM, acc: StreamUsage, parts: list[str]) -> Any:
-        model = acc.model or configured_model_name(llm)
-        self._end(step, Generation(text="".join(parts), usage=acc.usage(), model=model))
-        return GenerationChunk(text="", usage=acc.usage(), model=model)
+        model, finish = acc.model or configured_model_name(llm), acc.finish_reason()
+        gen = Generation(text="".join(parts), usage=acc.usage(), model=model, finish_reason=finish)
+        self._end(step, gen)
+        return GenerationChunk(text="", usage=gen.usage, model=model, finish_reason=finish)
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
         """Run the stage's LLM on the prompt, streaming text deltas; usage comes last.

@@ -98,6 +98,7 @@ class _StreamState:
         self.usage: Usage | None = None
         self.last: GenerationChunk | None = None
         self.obj: GenerationChunk | None = None
+        self.finish_reason: str | None = None
         self.holding = step.hold
         if step.stage is Stage.RAG and not step.hold:
             self.sniffer = SentinelSniffer(
@@ -118,6 +119,7 @@ class _StreamState:
             model=self.last.model if self.last is not None else None,
             structured=obj.structured if obj is not None else None,
             structured_error=obj.structured_error if obj is not None else None,
+            finish_reason=self.finish_reason,
         )
 
     def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
@@ -128,6 +130,8 @@ class _StreamState:
             self.usage = chunk.usage if self.usage is None else self.usage + chunk.usage
         if chunk.structured is not None or chunk.structured_error is not None:
             self.obj = chunk
+        if chunk.finish_reason is not None:
+            self.finish_reason = chunk.finish_reason
         if not chunk.text or self.holding:
             return []
         if step.stage is Stage.RAG:

@@ -55,7 +55,6 @@ TRUNCATIONS = [
 ]
 
 
-@NEEDS_FLOW
 @pytest.mark.parametrize("adapter", ADAPTERS)
 @pytest.mark.parametrize("reply, finish, mode", TRUNCATIONS)
 def test_truncated_rag_answer_escalates(
@@ -96,9 +95,9 @@ def test_a_finished_rag_answer_is_still_an_answer(
 
 # 7 ------------------------------------------------------------------------------------------
 EMPTY_REPLIES = [
-    *(pytest.param("null", mode, marks=NEEDS_FLOW, id=f"null-{mode}") for mode in MODES),
+    *(pytest.param("null", mode, id=f"null-{mode}") for mode in MODES),
     *(pytest.param("no_choices", mode, id=f"no_choices-{mode}") for mode in ("invoke", "ainvoke")),
-    *(pytest.param("no_choices", m, marks=NEEDS_FLOW, id=f"no_choices-{m}") for m in STREAMS),
+    *(pytest.param("no_choices", m, id=f"no_choices-{m}") for m in STREAMS),
 ]
 
 
@@ -122,7 +121,6 @@ def test_empty_long_context_reply_is_an_error_with_the_partial_result(
 UNVERIFIED = 'Forty years.\nQuote: "Mara Holt kept the lamp for forty years."'
 
 
-@NEEDS_FLOW
 @pytest.mark.parametrize("adapter", ADAPTERS)
 @pytest.mark.parametrize("mode", MODES)
 def test_grounded_with_exhausted_budget_withholds_the_unverified_answer(

@@ -106,7 +106,6 @@ TRANSIENT = [
 ]
 
 
-@NEEDS_FLOW
 @pytest.mark.parametrize("adapter", ADAPTERS)
 @pytest.mark.parametrize("reply, name", TRANSIENT)
 def test_transient_rag_fault_escalates_with_a_warning(
@@ -130,7 +129,6 @@ def test_transient_rag_fault_escalates_with_a_warning(
     assert "escalat" in warnings[0].getMessage() and name in warnings[0].getMessage()
 
 
-@NEEDS_FLOW
 @pytest.mark.parametrize("adapter", ADAPTERS)
 def test_both_steps_failing_names_both(openai_server: ScriptedOpenAIServer, adapter: str) -> None:
     openai_server.responder = script(Reply("rag down", status=500), Reply("lc down", status=503))
