@@ -12,6 +12,8 @@ sentinel prompt (or, for ``verdict="structured"``, a ``ConfigurationError``).
 
 from __future__ import annotations
 
+import gc
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -62,6 +64,29 @@ def configured_model_name(llm: LLM) -> str | None:
     except Exception:  # metadata of a third-party LLM may raise; the name is only a label
         return None
     return name if isinstance(name, str) and name and name != "unknown" else None
+
+
+def _close(responses: Any) -> None:
+    """Close a stream abandoned before its end (a cancelled call) down to the HTTP response.
+
+    LlamaIndex wraps the provider's stream in generators (callbacks, instrumentation), and the
+    OpenAI SDK's stream object is in a reference cycle with its own generator: closing the outer
+    generator leaves the HTTP response open until the cycle collector runs, while the provider
+    keeps generating. So the generators under ``responses`` (each suspended generator references
+    the next: a local, or the iterator of its ``for`` loop) are closed innermost first; the
+    innermost (the HTTP client's byte stream) closes the connection when closed.
+    """
+    if not inspect.isgenerator(responses):
+        return
+    chain: list[Any] = [responses]
+    while len(chain) < 32:  # a suspended generator references what its frame holds
+        refs = gc.get_referents(chain[-1])
+        inner = next((r for r in refs if inspect.isgenerator(r) and r not in chain), None)
+        if inner is None:
+            break
+        chain.append(inner)
+    for generator in reversed(chain):
+        generator.close()
 
 
 def _is_chat_model(llm: LLM) -> bool:
@@ -414,12 +439,15 @@ class LlamaIndexHandler:
                 )
             else:
                 responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
-            for response in responses:
-                acc.add(response)
-                delta = response.delta or ""
-                if delta:
-                    parts.append(delta)
-                    yield GenerationChunk(text=delta)
+            try:
+                for response in responses:
+                    acc.add(response)
+                    delta = response.delta or ""
+                    if delta:
+                        parts.append(delta)
+                        yield GenerationChunk(text=delta)
+            finally:  # closed early (a cancelled call): close the provider's stream now
+                _close(responses)
         yield self._stream_end(step, llm, acc, parts)
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
