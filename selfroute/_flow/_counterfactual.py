@@ -10,7 +10,7 @@ at the window's capacity.
 from __future__ import annotations
 
 from selfroute._flow._fit import count_long_context
-from selfroute._flow._state import FlowState, Priced, Steps
+from selfroute._flow._state import COUNTERFACTUAL_TIMEOUT_S, FlowState, Priced, Steps
 from selfroute._flow._steps import LoadLongContext
 
 __all__ = ["price_always_lc"]
@@ -23,10 +23,15 @@ def price_always_lc(state: FlowState) -> Steps[Priced]:
         The long context's size and fitting; empty when pricing is off, there is no long
         context, or loading or fitting it failed.
     """
-    if not state.config.counterfactual:
+    cfg = state.config
+    if not cfg.counterfactual:
         return Priced()
+    limited = cfg.retrieval_timeout_s is not None or cfg.deadline_s is not None
+    timeout = state.bound(cfg.retrieval_timeout_s, COUNTERFACTUAL_TIMEOUT_S if limited else None)
     try:
-        docs = yield LoadLongContext(state.question, state.parents_of, purpose="counterfactual")
+        docs = yield LoadLongContext(
+            state.question, state.parents_of, purpose="counterfactual", timeout_s=timeout
+        )
         if docs:
             lc = count_long_context(state.question, docs, state.config)
             return Priced(lc.tokens, state.counter.source, lc.fitted)

@@ -66,10 +66,13 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
     try:
         gen = yield from call
     except Exception as exc:
+        late = state.out_of_time()
         raise LongContextError(
-            f"long-context model call failed: {redact_exception(exc)}{_after(state)}",
+            f"long-context model call failed{f' ({late})' if late else ''}: "
+            f"{redact_exception(exc)}{_after(state)}",
             partial=_partial(state, priced),
             question=state.question,
+            deadline_s=state.config.deadline_s if late else None,
         ) from exc
     if not clean_answer(gen.text) and gen.structured is None:
         # an empty reply is a failure, not "not found in the documents"
@@ -102,7 +105,8 @@ def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
     reason = state.reason
     assert reason is not None
     try:
-        docs = yield LoadLongContext(q, state.parents_of, purpose="answer")
+        timeout = state.bound(state.config.retrieval_timeout_s)
+        docs = yield LoadLongContext(q, state.parents_of, purpose="answer", timeout_s=timeout)
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # a loader fault after the RAG step must keep the partial result
@@ -133,8 +137,14 @@ def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
 def long_context_call(state: FlowState, lc: LongContextPrompt) -> Steps[Generation]:
     """Run the long-context model on the fitted prompt."""
     cfg = state.config
-    gen = yield Generate(Stage.LONG_CONTEXT, lc.prompt, state.question, grounded=cfg.grounded)
-    return expect_generation(gen)
+    step = Generate(
+        Stage.LONG_CONTEXT,
+        lc.prompt,
+        state.question,
+        grounded=cfg.grounded,
+        timeout_s=state.bound(),
+    )
+    return expect_generation((yield step))
 
 
 def classify_long_context(

@@ -33,10 +33,16 @@ def retrieve(state: FlowState) -> Steps[FlowState]:
     deepest = cfg.rungs[-1]
     retrieved: Any = None
     try:
-        retrieved = yield Retrieve(state.question, deepest, cfg.retrieval_timeout_s)
+        retrieved = yield Retrieve(state.question, deepest, state.bound(cfg.retrieval_timeout_s))
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a RetrievalError raised by a store: same policy
+        if why := state.out_of_time():  # no time left to escalate
+            raise RetrievalError(
+                f"{why} during retrieval: {redact_exception(exc)}",
+                question=state.question,
+                deadline_s=cfg.deadline_s,
+            ) from exc
         if cfg.on_retrieval_error is OnError.RAISE:
             if isinstance(exc, RetrievalError):
                 raise
