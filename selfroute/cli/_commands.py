@@ -135,6 +135,8 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
         "strict": settings.strict,
         "overflow": settings.overflow,
         "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+        "retrieval_timeout_s": settings.retrieval_timeout,
+        "deadline_s": settings.deadline,
     }
     currency = "USD"
     if settings.prices:

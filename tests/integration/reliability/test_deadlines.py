@@ -167,3 +167,23 @@ def test_counterfactual_on_a_frozen_store_never_holds_the_answer(
     assert (result.route, result.answer) == (sr.Route.RAG, "Thirty-one years.")
     assert result.long_context_tokens is None  # pricing gave up, the answer did not wait
     assert result.latency_s < 3.0 and held < 10
+
+
+def test_cli_deadline_bounds_the_question(
+    openai_server: ScriptedOpenAIServer,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cli = pytest.importorskip("selfroute.cli")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "lamp.txt").write_text(DOCUMENT)
+    assert cli.main(["index", "docs", "--embedding", "offline", "--progress", "never"]) == 0
+    openai_server.responder = script(DRIP)
+    base = ["ask", QUESTION, "--base-url", openai_server.base_url, "--model", "m"]
+    started = time.monotonic()
+    status = cli.main([*base, "--timeout", "1", "--max-retries", "0", "--deadline", "2"])
+    assert status == 1 and time.monotonic() - started < 10
+    assert "deadline" in capsys.readouterr().err
+    assert cli.main([*base, "--retrieval-timeout", "0", "--deadline", "2"]) == 2  # must be > 0
