@@ -46,6 +46,7 @@ from selfroute import (
     run_flow,
     self_route_flow,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -243,6 +244,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             super().__init__(**data)
         except ValidationError as exc:
             raise ConfigurationError(f"invalid SelfRoute settings: {exc}") from exc
+        for model in (self.llm, self.long_context_llm):
+            register_model_secrets(model)  # a key of any shape passed in code is masked too
         self._route_config = self._build_config()
         if self.document is not None:
             self._documents = tuple(as_documents(self.document, "document"))
