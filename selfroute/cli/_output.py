@@ -282,6 +282,8 @@ def format_index_report(report: IndexReport, stats: StoreStats | None) -> str:
         )
     for path in report.removed:
         lines.append(f"removed     {short_path(path)}")
+    for path in report.not_pruned:
+        lines.append(f"not pruned  {short_path(path)}: missing or unreadable, nothing removed")
     if report.skipped:
         lines.append(f"skipped {len(report.skipped):,}:")
         for s in report.skipped:
