@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
-from selfroute._flow import RouteConfig, validate_question
+from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
+from selfroute._question import validate_question
 from selfroute._result import RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, parse_model_spec
@@ -137,6 +138,7 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
         "strict": settings.strict,
         "overflow": settings.overflow,
         "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+        "max_question_tokens": settings.max_question_tokens,
     }
     currency = "USD"
     if settings.prices:
@@ -293,13 +295,12 @@ def _question(words: list[str]) -> str:
     text = " ".join(words).strip()
     if text == "-":
         text = sys.stdin.read()
-    try:
-        return validate_question(text)
-    except InvalidInputError:
+    if not text.strip():
         raise InvalidInputError(
             "the question is empty: write it after the command, e.g. "
             "selfroute ask 'What does the report conclude?' (or '-' to read it from stdin)"
-        ) from None
+        )
+    return validate_question(text)  # invalid UTF-8, NULs, nothing visible: its own message
 
 
 def run_ask(args: argparse.Namespace) -> int:
