@@ -217,6 +217,7 @@ class Indexer:
 
     def _finish(self, report: IndexReport, prune: bool) -> None:
         """Rebuild BM25 after a change (or when none is saved) and sweep orphan chunks."""
+        self._conn.forget_committed()  # our own writes: this client's view is current
         committed = self._reader.committed_ids()
         if report.changed or prune or not self._lexical.is_saved(committed):
             _, orphans = self._lexical.rebuild(committed)
