@@ -46,6 +46,7 @@ from selfroute import (
     run_flow,
     self_route_flow,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -243,6 +244,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             super().__init__(**data)
         except ValidationError as exc:
             raise ConfigurationError(f"invalid SelfRoute settings: {exc}") from exc
+        for model in (self.llm, self.long_context_llm):
+            register_model_secrets(model)  # a key of any shape passed in code is masked too
         self._route_config = self._build_config()
         if self.document is not None:
             self._documents = tuple(as_documents(self.document, "document"))
@@ -545,6 +548,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         search_type: str = "similarity",
         search_kwargs: dict[str, Any] | None = None,
         collection_metadata: dict[str, Any] | None = None,
+        scope_keys: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> SelfRoute:
         """Chunk ``documents`` into 300-word chunks in a Chroma collection and route over them.
@@ -569,9 +573,17 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             search_type: Retriever search type.
             search_kwargs: Retriever search kwargs (``{"filter": {...}}``).
             collection_metadata: Chroma collection metadata.
+            scope_keys: Metadata keys that tell the owners of documents apart in a shared
+                collection (see :func:`index_documents`). Default: the keys an equality
+                ``search_kwargs["filter"]`` pins (``{"tenant": "acme"}`` -> ``("tenant",)``),
+                else unknown, and a document id stored with other metadata is refused.
             **kwargs: Any other :class:`SelfRoute` setting.
         """
         from langchain_selfroute._chroma import index_documents, open_chroma
+        from selfroute._owners import scope_keys_of_filter
+
+        if scope_keys is None:
+            scope_keys = scope_keys_of_filter((search_kwargs or {}).get("filter"))
 
         store = open_chroma(
             embedding=embedding,
@@ -587,6 +599,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             chunk_words=chunk_words,
             overlap_words=overlap_words,
             id_key=kwargs.get("id_key", "doc_id"),
+            scope_keys=scope_keys,
         )
         return cls.from_vectorstore(
             store,
