@@ -129,7 +129,7 @@ def test_every_example_runs(
     # streaming
     assert "[long_context]\nHold the power button for ten seconds.\nTrue " in out
     # astream_events
-    assert "selfroute:rag ['selfroute:rag']" in out
+    assert re.search(r"selfroute:rag \[[^]]*'selfroute:rag'", out)
     assert "selfroute:long_context ['selfroute:long_context']" in out
     # structured verdicts, grounded answers and abstention
     assert "48 volts. True True\nThe Zephyr charger needs 48 volts.\n" in out
