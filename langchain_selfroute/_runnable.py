@@ -637,10 +637,13 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     ) -> SelfRoute:
         """A ``SelfRoute`` over a vector store of chunks made by :func:`index_documents`.
 
-        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. For a
-        ``langchain_chroma.Chroma`` store the long context is the parent documents of the
-        retrieved chunks, rebuilt from the store with the retriever's ``filter`` applied again
-        (:class:`ChromaParentLoader`); for other stores pass ``parent_loader=`` or ``document=``.
+        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. The long
+        context is the parent documents of the retrieved chunks, rebuilt from the store: for a
+        ``langchain_chroma.Chroma`` store with the retriever's ``filter`` applied again
+        (:class:`ChromaParentLoader`), for any other store that implements ``get_by_ids`` by
+        chunk id (:class:`StoreParentLoader`). A store without ``get_by_ids`` needs
+        ``parent_loader=`` or ``document=`` (else ``ConfigurationError`` here, not at the first
+        decline).
 
         Args:
             vectorstore: The store of chunks.
@@ -649,19 +652,32 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             search_kwargs: E.g. ``{"filter": {"tenant": "acme"}}``.
             **kwargs: Any other :class:`SelfRoute` setting (``k``, ``long_context_llm``, ...).
         """
-        from langchain_selfroute._chroma import ChromaParentLoader, is_chroma
+        from langchain_selfroute._chroma import (
+            ChromaParentLoader,
+            StoreParentLoader,
+            has_get_by_ids,
+            is_chroma,
+        )
 
         k = kwargs.get("k", 5)
         retriever = vectorstore.as_retriever(
             search_type=search_type, search_kwargs={"k": k, **(search_kwargs or {})}
         )
-        if (
-            is_chroma(vectorstore)
-            and "parent_loader" not in kwargs
+        id_key = kwargs.get("id_key", "doc_id")
+        needs_loader = (
+            "parent_loader" not in kwargs
             and "aparent_loader" not in kwargs
-        ):
-            kwargs["parent_loader"] = ChromaParentLoader(
-                cast("Chroma", vectorstore), id_key=kwargs.get("id_key", "doc_id")
+            and kwargs.get("long_context", "auto") in ("auto", "parents")
+        )
+        if needs_loader and is_chroma(vectorstore):
+            kwargs["parent_loader"] = ChromaParentLoader(cast("Chroma", vectorstore), id_key=id_key)
+        elif needs_loader and has_get_by_ids(vectorstore):
+            kwargs["parent_loader"] = StoreParentLoader(vectorstore, id_key=id_key)
+        elif needs_loader and kwargs.get("document") is None:
+            raise ConfigurationError(
+                f"{type(vectorstore).__name__} does not implement get_by_ids, so SelfRoute "
+                "cannot load the full documents of retrieved chunks for the long-context step; "
+                "pass parent_loader=, document=, or long_context='input'"
             )
         return cls(retriever=retriever, llm=llm, **kwargs)
 
