@@ -518,6 +518,31 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             self._ainvoke, input, config, run_type="chain", **kwargs
         )
 
+    # Typed with Sequence so that a list[str] (or of dicts) is accepted as it is.
+    def batch(
+        self,
+        inputs: Sequence[SelfRouteInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[SelfRouteOutput]:
+        """Answer many questions concurrently (``max_concurrency`` in the config caps it)."""
+        return super().batch(list(inputs), config, return_exceptions=return_exceptions, **kwargs)
+
+    async def abatch(
+        self,
+        inputs: Sequence[SelfRouteInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[SelfRouteOutput]:
+        """Async :meth:`batch`."""
+        return await super().abatch(
+            list(inputs), config, return_exceptions=return_exceptions, **kwargs
+        )
+
     # streaming --------------------------------------------------------------------------------
     def _transform(
         self,
