@@ -32,6 +32,7 @@ __all__ = [
     "QUESTIONS",
     "RAG_ANSWER",
     "RAG_Q",
+    "UNKNOWN_Q",
     "Runs",
     "canon",
     "json_round_trip",
@@ -43,6 +44,8 @@ __all__ = [
 
 RAG_Q = "What voltage does the Zephyr charger need?"
 DECLINE_Q = "How do I reset the rover?"
+#: Not in the manual: both steps decline (the result abstains).
+UNKNOWN_Q = "What colour is the Zephyr rover?"
 QUESTIONS = (RAG_Q, DECLINE_Q)
 RAG_ANSWER = "48 volts."
 LC_ANSWER = "Hold the power button for ten seconds."
@@ -78,21 +81,37 @@ def _messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     return list(body.get("messages") or [])
 
 
+def _asked(prompt: str) -> str:
+    """Which of the suite's questions a framework prompt is about (the last one named)."""
+    return max(QUESTIONS, key=prompt.rfind)
+
+
 def respond(body: dict[str, Any]) -> Reply | str:
     """The scripted model (see the module docstring)."""
     prompt = last_user_text(body)
     roles = [m.get("role") for m in _messages(body)]
-    if body.get("tools") and "tool" not in roles:
-        return tool_call({"question": prompt})
+    tools = body.get("tools") or []
+    if tools and "tool" not in roles:  # an agent: call the first tool with the question
+        params = tools[0]["function"].get("parameters", {}).get("properties") or {"input": {}}
+        return tool_call({next(iter(params)): prompt})
     if "tool" in roles:
         result = next(m for m in reversed(_messages(body)) if m.get("role") == "tool")
         return AGENT_PREFIX + str(result.get("content"))
     if prompt.startswith("Rewrite"):
         return prompt.split(":", 1)[1].strip()
+    if prompt.startswith("Some choices are given below"):  # LlamaIndex's router selector
+        return json.dumps([{"choice": 1, "reason": "the Zephyr manual"}])
+    if "sub_question" in prompt:  # LlamaIndex's sub-question generator
+        items = [{"sub_question": _asked(prompt), "tool_name": "zephyr_manual"}]
+        return "```json\n" + json.dumps(items) + "\n```"
+    if prompt.startswith("Context information"):  # a LlamaIndex synthesizer over sub-answers
+        return LC_ANSWER if LC_ANSWER in prompt else RAG_ANSWER
     question = prompt.rsplit("Question:", 1)[-1].lower()
     if RAG_MARK in prompt:
         known = "voltage" in question and "48 volts" in prompt
         return RAG_ANSWER if known else DECLINED_TEXT
+    if "colour" in question:
+        return DECLINED_TEXT
     if "reset" in question:
         return LC_ANSWER
     if "voltage" in question:
