@@ -36,7 +36,7 @@ from langchain_selfroute._handlers import (
     LangChainHandler,
     LongContextPlan,
 )
-from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
+from langchain_selfroute._output import CHECKPOINT_TYPES, SelfRouteChunk, SelfRouteOutput
 from langchain_selfroute._runnable import (
     QUESTION_KEYS,
     LongContextSource,
@@ -52,6 +52,7 @@ from langchain_selfroute._tool import (
 )
 
 __all__ = [
+    "CHECKPOINT_TYPES",
     "DEFAULT_TOOL_DESCRIPTION",
     "QUESTION_KEYS",
     "TAG_LONG_CONTEXT",

@@ -31,7 +31,13 @@ from selfroute import (
     Usage,
 )
 
-__all__ = ["OUTPUT_KEYS", "SelfRouteChunk", "SelfRouteOutput", "passage_document"]
+__all__ = [
+    "CHECKPOINT_TYPES",
+    "OUTPUT_KEYS",
+    "SelfRouteChunk",
+    "SelfRouteOutput",
+    "passage_document",
+]
 
 #: The keys of a :class:`SelfRouteOutput` (those of the core's ``RouteResult.to_dict()``); other
 #: keys of an output are input keys passed through.
@@ -64,6 +70,11 @@ OUTPUT_KEYS = (
     "k_used",
 )
 _OUTPUT_KEYS = frozenset(OUTPUT_KEYS)
+
+#: The selfroute types inside an output, for a LangGraph checkpointer's msgpack allowlist:
+#: ``JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)`` restores them typed (and
+#: without "unregistered type" warnings; with ``LANGGRAPH_STRICT_MSGPACK`` they are needed).
+CHECKPOINT_TYPES: tuple[type, ...] = (Route, Reason, Stage, Abstention, Usage, StepRecord, Citation)
 
 
 def passage_document(passage: Passage) -> Document:

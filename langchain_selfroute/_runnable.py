@@ -125,7 +125,9 @@ def _parse_input(value: Any, question_key: str | None = None) -> tuple[str, Any,
                 f"the input dict has no {keys[0]!r} key{others} to read the question from; "
                 f"got keys {sorted(map(str, value))}"
             )
-        rest = {k: v for k, v in value.items() if k not in (key, DOCUMENT_KEY)}
+        # Like create_retrieval_chain, the output keeps the input's keys (the question key too;
+        # ``question`` is the output's own): all but a per-call document, which can be large.
+        rest = {k: v for k, v in value.items() if k not in ("question", DOCUMENT_KEY)}
         return _question_text(value[key], f"input {key!r}"), value.get(DOCUMENT_KEY), rest
     if isinstance(value, (str, PromptValue, BaseMessage)) or (
         isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))
@@ -266,8 +268,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             RAG step answers (its tokens are reported as a ``wasted`` step). ``None``: off.
         question_key: The input key holding the question; ``None`` (default) takes the first of
             ``question``, ``input``, ``query`` and ``messages`` present. A message list or a
-            ``PromptValue`` there (or as the whole input) gives its last human message. Other
-            input keys (except ``document``) pass through to the output.
+            ``PromptValue`` there (or as the whole input) gives its last human message. The input
+            keys (except ``document``) pass through to the output.
 
     Example:
         >>> route = SelfRoute(retriever=retriever, llm=ChatOpenAI(model="gpt-4o-mini"))  # doctest: +SKIP

@@ -138,6 +138,7 @@ class SelfRouteResponse(Response):
                 return note
         return super().__str__()
 
+
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(RouteConfig)}
 
 

@@ -28,6 +28,7 @@ DEFAULT_TOOL_DESCRIPTION = (
     "not contain the answer."
 )
 
+
 class SelfRouteTool(QueryEngineTool):
     """A ``QueryEngineTool`` that also works with a streaming engine.
 

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 LANGCHAIN_EXPORTS = [
+    "CHECKPOINT_TYPES",
     "DEFAULT_TOOL_DESCRIPTION",
     "QUESTION_KEYS",
     "TAG_LONG_CONTEXT",

@@ -29,7 +29,13 @@ from langchain_core.runnables import (
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_selfroute import HashingEmbeddings, SelfRoute, SelfRouteOutput, index_documents
+from langchain_selfroute import (
+    CHECKPOINT_TYPES,
+    HashingEmbeddings,
+    SelfRoute,
+    SelfRouteOutput,
+    index_documents,
+)
 from selfroute import Route
 from tests.integration.composition._shared import (
     AGENT_PREFIX,
@@ -283,14 +289,23 @@ def test_langgraph_node_with_extra_state_keys_and_checkpoint(
     assert typed.usage.input_tokens == result.usage.input_tokens
 
 
-def test_langgraph_checkpoint_with_json_serde(route: SelfRoute) -> None:
+@pytest.mark.parametrize("allowlist", [False, True], ids=["default", "strict_allowlist"])
+def test_langgraph_checkpoint_with_json_serde(
+    route: SelfRoute, allowlist: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     out = route.invoke({"question": DECLINE_Q, "user": "ann"})
-    serde = JsonPlusSerializer()
+    serde = (
+        JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)
+        if allowlist
+        else JsonPlusSerializer()
+    )
     restored = serde.loads_typed(serde.dumps_typed(out))
-    assert restored == out
+    assert restored == out and restored["route"] is Route.LONG_CONTEXT
     assert SelfRouteOutput.model_validate(restored).to_dict() == out.to_dict()
+    if allowlist:
+        assert "unregistered type" not in caplog.text
 
 
 def test_agent_with_as_tool(route: SelfRoute, server: ScriptedOpenAIServer, question: str) -> None:
