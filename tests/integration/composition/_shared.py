@@ -21,11 +21,13 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
+from selfroute import Route
 from tests.support._loopback import Reply, last_user_text
 from tests.support.openai_server import tool_call
 
 __all__ = [
     "AGENT_PREFIX",
+    "ANSWERS",
     "DECLINED_TEXT",
     "DECLINE_Q",
     "LC_ANSWER",
@@ -49,6 +51,9 @@ UNKNOWN_Q = "What colour is the Zephyr rover?"
 QUESTIONS = (RAG_Q, DECLINE_Q)
 RAG_ANSWER = "48 volts."
 LC_ANSWER = "Hold the power button for ten seconds."
+#: The answer and the route of each question.
+ANSWERS = {RAG_Q: RAG_ANSWER, DECLINE_Q: LC_ANSWER}
+ROUTES = {RAG_Q: Route.RAG, DECLINE_Q: Route.LONG_CONTEXT}
 #: What the RAG step writes when it declines: it must never reach a stream.
 DECLINED_TEXT = "unanswerable"
 RAG_MARK = "retrieved from a longer document"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
@@ -39,16 +39,16 @@ from langchain_selfroute import (
 from selfroute import Route
 from tests.integration.composition._shared import (
     AGENT_PREFIX,
+    ANSWERS,
     DECLINE_Q,
     DECLINED_TEXT,
     LC_ANSWER,
-    QUESTIONS,
     RAG_ANSWER,
     RAG_Q,
+    ROUTES,
     canon,
     json_round_trip,
     manual_documents,
-    respond,
     run_all,
 )
 from tests.support.clients import chat_openai
@@ -59,15 +59,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated"),
 ]
 
-ANSWERS = {RAG_Q: RAG_ANSWER, DECLINE_Q: LC_ANSWER}
-ROUTES = {RAG_Q: Route.RAG, DECLINE_Q: Route.LONG_CONTEXT}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(respond) as srv:
-        yield srv
-
 
 @pytest.fixture(scope="module")
 def route(server: ScriptedOpenAIServer) -> SelfRoute:
@@ -75,11 +66,6 @@ def route(server: ScriptedOpenAIServer) -> SelfRoute:
     store = InMemoryVectorStore(HashingEmbeddings())
     index_documents(store, manual_documents())
     return SelfRoute.from_vectorstore(store, llm=chat_openai(server), k=2)
-
-
-@pytest.fixture(params=QUESTIONS, ids=["rag", "declined"])
-def question(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def compositions(route: SelfRoute, server: ScriptedOpenAIServer) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,32 +27,18 @@ from llamaindex_selfroute import (
     WordChunkNodeParser,
     get_route_result,
 )
-from selfroute import Route
 from tests.integration.composition._shared import (
     AGENT_PREFIX,
-    DECLINE_Q,
+    ANSWERS,
     DECLINED_TEXT,
-    LC_ANSWER,
-    QUESTIONS,
-    RAG_ANSWER,
-    RAG_Q,
+    ROUTES,
     UNKNOWN_Q,
     manual_text,
-    respond,
 )
 from tests.support.clients import llamaindex_openai
 from tests.support.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.integration
-
-ANSWERS = {RAG_Q: RAG_ANSWER, DECLINE_Q: LC_ANSWER}
-ROUTES = {RAG_Q: Route.RAG, DECLINE_Q: Route.LONG_CONTEXT}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(respond) as srv:
-        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +48,6 @@ def index() -> VectorStoreIndex:
         embed_model=HashingEmbedding(),
         transformations=[WordChunkNodeParser()],
     )
-
-
-@pytest.fixture(params=QUESTIONS, ids=["rag", "declined"])
-def question(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def _engine(server: ScriptedOpenAIServer, index: VectorStoreIndex, **kw: Any) -> Any:
