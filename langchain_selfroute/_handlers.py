@@ -51,6 +51,7 @@ from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
     "TAG_LONG_CONTEXT",
+    "TAG_NOSTREAM",
     "TAG_PARENTS",
     "TAG_RAG",
     "TAG_RETRIEVE",
@@ -65,6 +66,7 @@ __all__ = [
     "model_name",
     "model_window",
     "retriever_filter",
+    "retriever_k",
     "structured_generation",
     "structured_model",
     "unwrap",
@@ -74,6 +76,9 @@ __all__ = [
 TAG_RAG = "selfroute:rag"
 #: Tag (and run name) of the long-context model call.
 TAG_LONG_CONTEXT = "selfroute:long_context"
+#: LangGraph's tag for runs whose tokens ``stream_mode="messages"`` leaves out; the RAG-step model
+#: run carries it (its text may be a decline: read SelfRoute's own stream instead).
+TAG_NOSTREAM = "nostream"
 #: Tag of the retriever call.
 TAG_RETRIEVE = "selfroute:retrieve"
 #: Tag (and run name) of the parent-document loader call.
@@ -101,9 +106,10 @@ def unwrap(runnable: Any, config: RunnableConfig | None = None) -> Any:
     return current
 
 
-def model_name(llm: Any) -> str | None:
-    """The model name configured on a chat model (``model_name``/``model``), if any."""
-    inner = unwrap(llm)
+def model_name(llm: Any, config: RunnableConfig | None = None) -> str | None:
+    """The model name configured on a chat model (``model_name``/``model``), if any; with
+    ``config``, of the model that config selects (``configurable_fields``)."""
+    inner = unwrap(llm, config)
     for attr in ("model_name", "model", "model_id"):
         value = getattr(inner, attr, None)
         if isinstance(value, str) and value:
@@ -346,6 +352,16 @@ def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
     return None
 
 
+def retriever_k(retriever: Any) -> int | None:
+    """The ``k`` a vector-store retriever was built with (``search_kwargs["k"]``), if any."""
+    inner = unwrap(retriever)
+    if isinstance(inner, VectorStoreRetriever):
+        k = inner.search_kwargs.get("k")
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            return k
+    return None
+
+
 def _takes_k(retriever: Any) -> bool:
     """Whether ``retriever.invoke(query, k=...)`` sets the number of results."""
     while isinstance(retriever, RunnableBindingBase):  # with_retry/with_config pass kwargs on
@@ -493,6 +509,8 @@ class LangChainHandler:
         run_manager: The parent run's manager (child runs hang under it), or ``None``.
         id_key: Metadata key holding a chunk's parent-document id.
         names: Configured model names per stage (used when the provider reports none).
+        pass_k: Pass ``k`` to retrievers that take it per call (``False`` keeps the
+            retriever's own ``search_kwargs["k"]``).
     """
 
     def __init__(
@@ -506,6 +524,7 @@ class LangChainHandler:
         run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
         id_key: str = "doc_id",
         names: dict[Stage, str | None] | None = None,
+        pass_k: bool = True,
     ) -> None:
         self.retriever = retriever
         self.models = {Stage.RAG: llm, Stage.LONG_CONTEXT: long_context_llm}
@@ -514,6 +533,7 @@ class LangChainHandler:
         self.run_manager = run_manager
         self.id_key = id_key
         self.names = names or {}
+        self.pass_k = pass_k
 
     # helpers ------------------------------------------------------------------------------------
     def _child(self, tag: str, run_name: str | None = None) -> RunnableConfig:
@@ -525,7 +545,10 @@ class LangChainHandler:
 
     def _model(self, stage: Stage) -> tuple[Runnable[Any, Any], RunnableConfig]:
         tag = TAG_RAG if stage is Stage.RAG else TAG_LONG_CONTEXT
-        return self.models[stage], self._child(tag, run_name=tag)
+        config = self._child(tag, run_name=tag)
+        if stage is Stage.RAG:  # its text may be a decline: keep it out of "messages" streams
+            config["tags"] = [*config.get("tags", []), TAG_NOSTREAM]
+        return self.models[stage], config
 
     def _classified(self, step: Generate) -> Any:
         """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
@@ -564,7 +587,7 @@ class LangChainHandler:
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
         # A retriever that takes ``k`` per call gets it, so ``k`` (also when configured per call)
         # decides how many chunks are fetched rather than only how many are kept.
-        return {"k": step.k} if _takes_k(self.retriever) else {}
+        return {"k": step.k} if self.pass_k and _takes_k(self.retriever) else {}
 
     def _parent_chunks(self, step: LoadLongContext) -> list[Document]:
         """The retrieved chunks whose parents are the long context (none when it is not)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from selfroute._errors import (
@@ -131,12 +131,25 @@ class FlowState:
         return f"the call's deadline (deadline_s={self.config.deadline_s:g}) passed"
 
     def evolve(self, **changes: Any) -> FlowState:
-        """A copy with ``changes`` applied."""
-        return replace(self, **changes)
+        """A copy with ``changes`` applied (``dataclasses.replace`` without re-running
+        ``__init__``: the flow makes a few copies per question, so they stay cheap).
+
+        Raises:
+            TypeError: A name in ``changes`` is not a field.
+        """
+        unknown = changes.keys() - _STATE_FIELDS
+        if unknown:
+            raise TypeError(f"FlowState has no field(s) {sorted(unknown)}")
+        new = object.__new__(FlowState)
+        new.__dict__.update(self.__dict__, **changes)  # frozen: fill the copy's dict directly
+        return new
 
     def with_step(self, record: StepRecord, **changes: Any) -> FlowState:
         """A copy with ``record`` appended to :attr:`steps` (and ``changes`` applied)."""
-        return replace(self, steps=(*self.steps, record), **changes)
+        return self.evolve(steps=(*self.steps, record), **changes)
+
+
+_STATE_FIELDS = frozenset(f.name for f in fields(FlowState))
 
 
 @dataclass(frozen=True)

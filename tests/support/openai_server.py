@@ -39,7 +39,7 @@ TOOL_CALL = "TOOL_CALL:"
 
 def tool_call(arguments: dict[str, Any] | str) -> str:
     """Reply text that the server sends as a call of the request's first tool with ``arguments``
-    (a dict, or raw text for garbled arguments). Non-streaming replies only."""
+    (a dict, or raw text for garbled arguments), streamed or not."""
     return TOOL_CALL + (arguments if isinstance(arguments, str) else json.dumps(arguments))
 
 
@@ -162,7 +162,21 @@ class ScriptedOpenAIServer(LoopbackServer):
             return sse(payload)
 
         kind = done.reply.kind
-        if kind != "no_choices":
+        tools = done.body.get("tools") or []
+        if kind == "no_choices":
+            pass
+        elif done.text.startswith(TOOL_CALL) and tools:  # a scripted tool call, streamed
+            call = {
+                "index": 0,
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": tools[0]["function"]["name"], "arguments": ""},
+            }
+            yield chunk({"role": "assistant", "content": None, "tool_calls": [call]})
+            for piece in iter_pieces(done.text[len(TOOL_CALL) :]):
+                yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            yield chunk({}, "tool_calls")
+        else:
             yield chunk({"role": "assistant", "content": "", "refusal": None})
             for piece in iter_pieces("" if kind == "null" else done.text):
                 yield chunk({"content": piece})

@@ -61,6 +61,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "max_retries": "0",
         "retrieval_timeout": "5",
         "deadline": "60",
+        "max_question_tokens": "64",
         "lc_window": "128000",
         "overflow": "truncate_middle",
         "strict": "true",
