@@ -129,12 +129,7 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a ModelOutputError raised by the adapter
-        if why := state.out_of_time():  # no time left to escalate
-            raise ModelOutputError(
-                f"{why} during the RAG-step model call: {redact_exception(exc)}",
-                question=state.question,
-                deadline_s=cfg.deadline_s,
-            ) from exc
+        state.check_time(exc, ModelOutputError, "the RAG-step model call")
         if cfg.on_rag_error is OnError.RAISE:
             if isinstance(exc, ModelOutputError):
                 raise

@@ -37,12 +37,7 @@ def retrieve(state: FlowState) -> Steps[FlowState]:
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a RetrievalError raised by a store: same policy
-        if why := state.out_of_time():  # no time left to escalate
-            raise RetrievalError(
-                f"{why} during retrieval: {redact_exception(exc)}",
-                question=state.question,
-                deadline_s=cfg.deadline_s,
-            ) from exc
+        state.check_time(exc, RetrievalError, "retrieval")
         if cfg.on_retrieval_error is OnError.RAISE:
             if isinstance(exc, RetrievalError):
                 raise

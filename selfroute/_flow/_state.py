@@ -130,6 +130,16 @@ class FlowState:
             return None
         return f"the call's deadline (deadline_s={self.config.deadline_s:g}) passed"
 
+    def check_time(self, exc: BaseException, error: type[SelfRouteError], during: str) -> None:
+        """Raise ``error`` (from ``exc``) naming the stage if the deadline has passed: a step
+        that failed out of time is not escalated (there is no time left to)."""
+        if why := self.out_of_time():
+            raise error(
+                f"{why} during {during}: {redact_exception(exc)}",
+                question=self.question,
+                deadline_s=self.config.deadline_s,
+            ) from exc
+
     def evolve(self, **changes: Any) -> FlowState:
         """A copy with ``changes`` applied (``dataclasses.replace`` without re-running
         ``__init__``: the flow makes a few copies per question, so they stay cheap).

@@ -120,13 +120,16 @@ def frozen() -> Any:
     loader.release.set()
 
 
+def over_frozen_store(server: ScriptedOpenAIServer, frozen: FrozenLoader, timeout_s: float) -> Any:
+    """A LlamaIndex engine whose long context comes from the frozen store."""
+    return llamaindex_engine(server, {}, False, long_context=frozen, retrieval_timeout_s=timeout_s)
+
+
 def test_store_timeout_bounds_parent_loading_and_leaves_the_executor_free(
     openai_server: ScriptedOpenAIServer, frozen: FrozenLoader
 ) -> None:
     openai_server.responder = script("unanswerable")
-    engine = llamaindex_engine(
-        openai_server, {}, False, long_context=frozen, retrieval_timeout_s=0.3
-    )
+    engine = over_frozen_store(openai_server, frozen, 0.3)
 
     async def main() -> tuple[list[Any], float]:
         outcomes = await asyncio.gather(
@@ -154,9 +157,7 @@ def test_counterfactual_on_a_frozen_store_never_holds_the_answer(
     openai_server: ScriptedOpenAIServer, frozen: FrozenLoader
 ) -> None:
     openai_server.responder = script("Thirty-one years.")
-    engine = llamaindex_engine(
-        openai_server, {}, False, long_context=frozen, retrieval_timeout_s=10.0
-    )
+    engine = over_frozen_store(openai_server, frozen, 10.0)
     started = time.monotonic()
     response = engine.query(QUESTION)
     held = time.monotonic() - started
