@@ -66,10 +66,9 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
     try:
         gen = yield from call
     except Exception as exc:
-        late = state.out_of_time()
+        late = _late(state)
         raise LongContextError(
-            f"long-context model call failed{f' ({late})' if late else ''}: "
-            f"{redact_exception(exc)}{_after(state)}",
+            f"long-context model call failed{late}: {redact_exception(exc)}{_after(state)}",
             partial=_partial(state, priced),
             question=state.question,
             deadline_s=state.config.deadline_s if late else None,
@@ -84,6 +83,12 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
             question=state.question,
         )
     return build_result(*classify_long_context(state, gen, lc))
+
+
+def _late(state: FlowState) -> str:
+    """`` (the call's deadline ... passed)`` when it has, for a long-context error; else ``""``."""
+    why = state.out_of_time()
+    return f" ({why})" if why else ""
 
 
 def _after(state: FlowState) -> str:
@@ -110,14 +115,17 @@ def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # a loader fault after the RAG step must keep the partial result
+        late = _late(state)
         if state.retrieval_failed:
             raise RetrievalError(
-                "retrieval failed and the long context could not be loaded: "
+                f"retrieval failed and the long context could not be loaded{late}: "
                 f"{redact_exception(exc)}",
                 question=q,
             ) from exc
         raise LongContextError(
-            f"loading the long context failed: {redact_exception(exc)}", partial=_partial(state)
+            f"loading the long context failed{late}: {redact_exception(exc)}",
+            partial=_partial(state),
+            deadline_s=state.config.deadline_s if late else None,
         ) from exc
     if not docs:
         if state.retrieval_failed:
