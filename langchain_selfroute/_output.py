@@ -160,6 +160,7 @@ def _step(value: Any) -> StepRecord:
         structured=bool(data.get("structured", False)),
         grounded=data.get("grounded"),
         wasted=bool(data.get("wasted", False)),
+        finish_reason=data.get("finish_reason"),
     )
 
 

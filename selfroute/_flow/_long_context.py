@@ -96,7 +96,10 @@ def _after(state: FlowState) -> str:
     if not state.error:
         return ""
     first = "the RAG step" if state.reason is Reason.RAG_ERROR else "retrieval"
-    return f"; {first} had failed first ({state.error})"
+    error = (
+        state.error if len(state.error) <= 300 else state.error[:300] + "... (see partial.error)"
+    )
+    return f"; {first} had failed first ({error})"
 
 
 def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:

@@ -77,8 +77,10 @@ def test_error_text_from_a_huge_exception_repr_is_capped(
     """A provider error that echoes the whole request (both calls fail): the messages and the
     recorded step errors are capped, so the document does not ride along in an error."""
     lcs = pytest.importorskip("langchain_selfroute")
+    # a transient fault (500) escalates, so both calls fail; a rejection (400) is raised at
+    # once, not escalated (finding 10): its message is capped too
     openai_server.responder = lambda body: Reply(
-        "bad request: " + str(body), kind="error", status=400
+        "bad request: " + str(body), kind="error", status=500
     )
     route = lcs.SelfRoute(llm=chat_openai(openai_server), document=DOC)
     with pytest.raises(sr.LongContextError) as info:
@@ -89,6 +91,12 @@ def test_error_text_from_a_huge_exception_repr_is_capped(
     assert all(len(s.error or "") < 1_200 for s in info.value.partial.steps)
     assert len(info.value.partial.error or "") < 1_500
     assert openai_server.calls == 2
+    openai_server.responder = lambda body: Reply(
+        "bad request: " + str(body), kind="error", status=400
+    )
+    with pytest.raises(sr.ModelConfigurationError) as rejected:
+        route.invoke("Which region grew?")
+    assert "more characters cut" in str(rejected.value) and len(str(rejected.value)) < 1_500
 
 
 def test_cli_refuses_invalid_utf8_and_long_questions(
