@@ -94,3 +94,56 @@ def test_remainder_completes_the_final_answer() -> None:
     assert sniffer.remainder("Thirty-one years.") == ""
     # A final answer that does not extend what was shown adds nothing.
     assert sniffer.remainder("Something else") == ""
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "The text chunks provided do",
+        "The provided financial statement does not",
+        "The 10-K filing excerpt",
+        "Paper 2 does",
+        "None of the passages",
+        "Nothing in the",
+        "Sure! ",
+        "Sure! Based on the passages, the passages do not",
+        "Thank you for providing the passages. Unfortunately",
+        "I apologize, but",
+        "After reviewing the passages, I do not see",
+        "However, the text",
+        "No, the paper does not",
+        "Unable to answer",
+    ],
+)
+def test_structural_decline_openings_are_held(prefix: str) -> None:
+    out, sniffer = _feed([prefix])
+    assert out == [""] and not sniffer.released
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+        "Sure! Paris is the capital of France and its largest city.",
+        "The report was filed in 2019 by the auditors of the company.",
+        "No, Paris is not in Spain; it is the capital of France.",
+    ],
+)
+def test_answers_with_source_like_openings_are_released(text: str) -> None:
+    words = text.split(" ")
+    out, sniffer = _feed([words[0], *(" " + w for w in words[1:])])
+    assert sniffer.released and any(out[:-1])  # shown before the answer ended
+    assert "".join(out) == text.rstrip(".") or "".join(out) == text
+
+
+def test_streamed_and_parsed_verdicts_agree_on_structural_declines() -> None:
+    """What the sniffer holds to the end is what parse_verdict declines (grammar openings)."""
+    for text in [
+        "The provided financial statement does not list the CEO's salary.",
+        "Sure! Here's the answer based on the given passages: the passages do not mention it.",
+        "Based on the provided chunks from the paper, there is no discussion of the dataset size.",
+        "I looked through the passages but couldn't find the answer.",
+    ]:
+        sniffer = sr.SentinelSniffer()
+        shown = "".join(sniffer.feed(w + " ") for w in text.split(" "))
+        assert shown == "" and sr.parse_verdict(text).declined, text
