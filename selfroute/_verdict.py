@@ -323,7 +323,7 @@ _HEDGE = re.compile(
     r"(?:only |simply |just |does |merely )?(?:says|said|states|mentions|notes|suggests|implies|"
     r"indicates|refers|reads|shows)\b|\b(?:it seems|it appears|seems to|appears to|"
     r"can be inferred|can infer|is suggested|is implied|best (?:inference|guess)|most likely|"
-    r"likely|probably|in summary|in short|to answer)\b"
+    r"likely|probably|in summary|in short)\b|^to answer\b"
 )
 #: A closing sentence that gives up on the question itself ("Unable to answer based on given
 #: passages."): a decline even without "therefore" -- unlike "the cause is not mentioned".
@@ -384,6 +384,13 @@ _TRIGGER = re.compile(
 )
 
 
+#: A decline reported in quotes: 'I must reply with: "Unable to answer based on given passages."'.
+_REPORTED_DECLINE = re.compile(
+    r"\b(?:reply|respond|answer|say|state|conclude|output|write)(?: with| that)?:? *[\"'“‘]"
+    r"([^\"”’]{4,200})"
+)
+
+
 def _refusal_match(sentence: str) -> str | None:
     """The phrase by which ``sentence`` declines the question, if any."""
     if not _TRIGGER.search(sentence):
@@ -396,6 +403,11 @@ def _refusal_match(sentence: str) -> str | None:
     shape = decline_shape(core)
     if shape is not None:
         return shape[1]
+    quoted = _REPORTED_DECLINE.search(core)
+    if quoted is not None:
+        inner = _norm(quoted.group(1))
+        if inner and inner != core:
+            return _refusal_match(inner)
     m = _UNFORTUNATELY.search(sentence)
     return m.group(0) if m else None
 
@@ -430,10 +442,10 @@ def _kind(sentence: str) -> str:
         return "R"
     if _APOLOGY.search(sentence):
         return "P"
-    if (_has(sentence, _REQUEST_GUARDS) and _REQUEST.search(sentence)) or (
-        _has(sentence, _POINTER_GUARDS) and POINTER.search(sentence)
-    ):
+    if _has(sentence, _REQUEST_GUARDS) and _REQUEST.search(sentence):
         return "Q"
+    if _has(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
+        return "X"
     core = _lead_stripped(sentence)
     if len(_WORD_RUN.findall(core)) == 0 or COVERS_INSTEAD.search(core):
         return "N"
@@ -470,7 +482,9 @@ _SOURCE_SUBJECT = re.compile(
 _ONE_SOURCE = re.compile(
     r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
     r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
-    r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b"
+    r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
+    r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
+    r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
 )
 
 
@@ -491,7 +505,7 @@ def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
 def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
     """Whether the decline ``sentence`` says the question's own item is missing."""
     phrase = _refusal_match(sentence) or ""
-    if _ONE_SOURCE.search(phrase):
+    if _ONE_SOURCE.search(_lead_stripped(sentence)):
         return False  # "Passage 3 does not mention it": another passage may have answered
     return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
 
@@ -509,6 +523,8 @@ def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | 
     first = next((i for i, k in enumerate(kinds) if k != "P"), None)
     if first is None:  # only apologies
         return sentences[0]
+    if kinds[first] == "X":
+        kinds[first] = "C"  # "To prepare, you should consult your doctor ...": an instruction
     if shape is not None and shape.yes_no:
         kinds[first] = _polar_kind(sentences[first], kinds[first], shape)
     kind = kinds[first]
@@ -534,7 +550,12 @@ def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | 
     # Content first: an answer, unless the closing sentence concludes with a decline, or (the
     # question known, not a yes/no one) a later sentence says the asked-for item is missing.
     last = sentences[-1]
-    if len(sentences) > first + 1 and kinds[-1] == "R" and _CONCLUSION.search(last):
+    if (
+        len(sentences) > first + 1
+        and kinds[-1] == "R"
+        and _CONCLUSION.search(last)
+        and not _NO_FURTHER.search(last)
+    ):
         return _refusal_match(last) or last
     for i in range(first + 1, len(kinds)):  # "... Unable to answer based on given passages."
         if kinds[i] == "R" and _GIVES_UP.search(_lead_stripped(sentences[i])):
@@ -542,8 +563,23 @@ def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | 
     if shape is not None and not shape.yes_no:
         for i in range(first + 1, len(kinds)):
             if kinds[i] == "R" and _asks_for_absent(sentences[i], shape):
+                if any(_concludes(sentences[j]) for j in range(i + 1, len(kinds))):
+                    return None  # "... Therefore, X is Y.": the final verdict commits
                 return _refusal_match(sentences[i]) or sentences[i]
     return None
+
+
+#: "Therefore, I am unable to provide further information": nothing beyond the answer given.
+_NO_FURTHER = re.compile(
+    r"\b(?:further|additional|more|other|extra|any more|anything else|beyond (?:this|that|these|"
+    r"what))\b(?: \w+){0,2}? (?:information|details?|data|context|specifics)\b|\bbeyond (?:this|"
+    r"that|these|what)\b"
+)
+
+
+def _concludes(sentence: str) -> bool:
+    """Whether ``sentence`` is a committed conclusion ("Therefore, the headquarters is in ...")."""
+    return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
 
 
 def _opening_decline(sentences: list[str], kinds: list[str], first: int) -> str | None:
@@ -554,7 +590,7 @@ def _opening_decline(sentences: list[str], kinds: list[str], first: int) -> str 
     hedged = len(parts) == 2 and _kind(parts[0]) == "R" and _commits(parts[1])
     rest = first + 1
     if not hedged:
-        nxt = next((i for i in range(first + 1, len(kinds)) if kinds[i] not in "NP"), None)
+        nxt = next((i for i in range(first + 1, len(kinds)) if kinds[i] not in "NPX"), None)
         if nxt is None or not _hedges_into_answer(sentences[nxt]):
             return _refusal_match(head) or head
         rest = nxt + 1
