@@ -80,6 +80,19 @@ class Confusion:
         """Share of declines predicted (None: no declines)."""
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
 
+    def summary(self, title: str, limit: int = 25) -> str:
+        """One line of counts and rates, then up to ``limit`` misclassified outputs."""
+        lines = [
+            f"{title}: n={self.n} tp={self.tp} fp={self.fp} fn={self.fn} tn={self.tn} "
+            f"precision={_rate(self.precision)} recall={_rate(self.recall)}"
+        ]
+        for kind, row in self.errors[:limit]:
+            text = str(row["prediction"]).replace("\n", " ")[:110]
+            lines.append(f"  {kind} [{row.get('model', '?')}] {text!r} -- {row.get('note', '')}")
+        if len(self.errors) > limit:
+            lines.append(f"  ... and {len(self.errors) - limit} more")
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         """The counts and the two rates."""
         return {
