@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 import selfroute as sr
+from selfroute._verdict import _clean, _kind, _norm, _sentences, strip_reasoning
 
 
 def _feed(pieces: list[str], **kw: object) -> tuple[list[str], sr.SentinelSniffer]:
@@ -147,3 +152,40 @@ def test_streamed_and_parsed_verdicts_agree_on_structural_declines() -> None:
         sniffer = sr.SentinelSniffer()
         shown = "".join(sniffer.feed(w + " ") for w in text.split(" "))
         assert shown == "" and sr.parse_verdict(text).declined, text
+
+
+def _opening_declines_shown(path: str) -> tuple[int, list[str]]:
+    """(opening declines parse_verdict catches, those the sniffer showed) in a labelled file."""
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / path
+    total, shown = 0, []
+    for line in fixture.read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["prediction"]
+        if not sr.parse_verdict(text).declined:
+            continue
+        kinds = [_kind(_norm(s)) for s in _sentences(_clean(strip_reasoning(text)[0]))]
+        if next((k for k in kinds if k != "P"), "P") not in "RQFP":
+            continue  # content first: only the end of the answer can tell (retracted)
+        total += 1
+        sniffer = sr.SentinelSniffer()
+        for i in range(0, len(text), 4):
+            sniffer.feed(text[i : i + 4])
+        if sniffer.released:
+            shown.append(text)
+    return total, shown
+
+
+def test_no_opening_decline_of_the_held_out_source_is_ever_shown() -> None:
+    total, shown = _opening_declines_shown("ragtruth_labelled.jsonl")
+    assert total >= 60 and shown == []
+
+
+def test_opening_declines_shown_on_the_tuning_sources_are_the_known_passive_shape() -> None:
+    """ "X is not mentioned in the provided text" opens like an answer: shown, then retracted."""
+    total, shown = _opening_declines_shown("labelled.jsonl")
+    assert total >= 200 and len(shown) <= 19
+    for text in shown:
+        assert (
+            re.search(r"\b(?:is|are) not (?:explicitly )?(?:mentioned|specified|stated)", text)
+            or re.search(r"\b(?:Yes|According)\b", text)
+            or not re.search(r"\w", text)
+        ), text
