@@ -16,6 +16,7 @@ from enum import Enum
 from selfroute._decline import (
     ADVERBS,
     COVERS_INSTEAD,
+    FUNCTION_WORDS,
     POINTER,
     SOURCE_DETERMINERS,
     SOURCE_HEADS,
@@ -189,13 +190,18 @@ def _sentences(text: str) -> list[str]:
 #   F  declines a *form* of answer, not the question ("I cannot reproduce copyrighted excerpts",
 #      "As an AI I cannot read the book") -- what follows decides
 #   Q  asks for more information or offers help ("Please provide ...", "Let me know ...")
-#   P  an apology on its own ("I'm sorry.")
+#   X  points elsewhere ("You may need to consult other reports"): after a decline it keeps the
+#      decline; opening the answer it is an instruction (content)
+#   P  an apology or a preamble on its own ("I'm sorry.", "Sure!")
 #   N  describes what the source covers instead ("The passage focuses on ...", "Perhaps ...")
 #   C  anything else: content
+# R sentences are recognised by the grammar of selfroute._decline (and the patterns below).
 # A leading R makes a refusal unless the next informative sentence hedges into an answer
 # ("However, it can be inferred that ...") and nothing later declines again. A leading F is a
 # refusal unless later content answers. Content first is an answer, unless the closing sentence
-# concludes with a decline ("Therefore, I cannot determine ...").
+# concludes with a decline ("Therefore, I cannot determine ..."), a later sentence gives up on the
+# question ("Unable to answer based on given passages."), or -- the question known -- a later
+# sentence declares the asked-for item absent (a partial answer escalates).
 
 _SRC_WORD = (
     r"(?:text|texts|passage|passages|context|contexts|document|documents|article|articles|"
@@ -866,75 +872,7 @@ _SOURCE_OPENERS = frozenset(
 _SOURCE_LINKS = frozenset(["of", "in", "within", "from", "among", "throughout", "one"])
 _QUANTIFIERS = frozenset(["none", "neither", "nothing", "nowhere", "not", "one"])
 #: Words that cannot be a modifier inside a source noun phrase: verbs and function words.
-_NOT_MODIFIERS = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "am",
-        "has",
-        "have",
-        "had",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "will",
-        "would",
-        "shall",
-        "should",
-        "may",
-        "might",
-        "must",
-        "not",
-        "no",
-        "and",
-        "or",
-        "but",
-        "if",
-        "so",
-        "because",
-        "as",
-        "than",
-        "then",
-        "that",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "to",
-        "at",
-        "by",
-        "with",
-        "for",
-        "on",
-        "about",
-        "into",
-        "over",
-        "after",
-        "before",
-        "while",
-        "it",
-        "they",
-        "he",
-        "she",
-        "we",
-        "i",
-        "you",
-        "there",
-        "here",
-        "said",
-        "says",
-    ]
-)
+_NOT_MODIFIERS = FUNCTION_WORDS | frozenset(["said", "says", "shall"])
 _SOURCE_POST = frozenset(
     ["provided", "given", "supplied", "above", "below", "here", "retrieved", "shown", "shared",
      "quoted", "listed", "available", "you", "i", "we", "have", "that", "which", "me", "us",
