@@ -253,7 +253,10 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         max_question_tokens: Reject longer questions.
         retrieval_timeout_s: Give up on a retriever that does not answer within this many
             seconds and treat it as a retrieval failure (escalate or raise per
-            ``on_retrieval_error``).
+            ``on_retrieval_error``); it also bounds loading the parent documents.
+        deadline_s: The whole call's time limit across every step (retrieval, both model
+            calls, loading the long context, streaming); past it the call raises the stage's
+            error, never escalates. ``None``: no limit.
         verdict: How the RAG step declines: ``sentinel`` (the paper's word, default),
             ``structured`` (an ``{answerable, answer}`` object through the chat model's
             ``with_structured_output``; a model without it is a configuration error) or ``auto``
@@ -305,6 +308,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     token_counter: Any = None
     max_question_tokens: int | None = None
     retrieval_timeout_s: float | None = None
+    deadline_s: float | None = None
     # Validated by the core (RouteConfig), so a bad value gets the core's message.
     verdict: SkipValidation[VerdictSetting] = "sentinel"
     k_ladder: SkipValidation[tuple[int, ...]] = ()
@@ -360,6 +364,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             token_counter=self.token_counter,
             max_question_tokens=self.max_question_tokens,
             retrieval_timeout_s=self.retrieval_timeout_s,
+            deadline_s=self.deadline_s,
             verdict=self.verdict,
             k_ladder=self.k_ladder,
             pre_route=self.pre_route,

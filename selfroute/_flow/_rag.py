@@ -122,13 +122,14 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
             answered with something other than a :class:`~selfroute.Generation`.
     """
     cfg = state.config
-    step = rag_step(state.question, passages, cfg)
+    step = replace(rag_step(state.question, passages, cfg), timeout_s=state.bound())
     state = state.evolve(passages=passages)
     try:
         answer = yield step
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a ModelOutputError raised by the adapter
+        state.check_time(exc, ModelOutputError, "the RAG-step model call")
         if cfg.on_rag_error is OnError.RAISE:
             if isinstance(exc, ModelOutputError):
                 raise

@@ -138,6 +138,8 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
         "strict": settings.strict,
         "overflow": settings.overflow,
         "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+        "retrieval_timeout_s": settings.retrieval_timeout,
+        "deadline_s": settings.deadline,
         "max_question_tokens": settings.max_question_tokens,
     }
     currency = "USD"

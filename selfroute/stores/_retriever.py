@@ -8,7 +8,6 @@ exact token such as a passkey or an error code that the embedding blurs is still
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
+from selfroute._threads import in_thread
 from selfroute.stores._store import DEFAULT_COLLECTION, DEFAULT_STORE, DocumentStore
 
 __all__ = ["RETRIEVAL_MODES", "HybridRetriever", "rrf_fuse"]
@@ -206,8 +206,8 @@ class HybridRetriever:
 
     async def aretrieve(self, question: str, k: int | None = None) -> list[Passage]:
         """:meth:`retrieve` in a worker thread (local stores do blocking I/O)."""
-        return await asyncio.to_thread(self.retrieve, question, k)
+        return await in_thread(self.retrieve, question, k)
 
     async def along_context(self, passages: Sequence[Passage]) -> list[ContextDocument]:
         """:meth:`long_context` in a worker thread."""
-        return await asyncio.to_thread(self.long_context, passages)
+        return await in_thread(self.long_context, passages)
