@@ -18,10 +18,13 @@ from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
 
-__all__ = ["PAGE", "StoreReader", "file_entry", "files_of", "with_files"]
+__all__ = ["PAGE", "TEXT_IN_CHUNK", "StoreReader", "file_entry", "files_of", "with_files"]
 
 #: Records read (or deleted) per Chroma call.
 PAGE = 2000
+#: Record metadata: the document is one chunk, whose record holds the text (the document
+#: record's own text is empty).
+TEXT_IN_CHUNK = "text_in_chunk"
 
 
 def files_of(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -118,6 +121,30 @@ class StoreReader:
             for chunk_id, meta, text in zip(ids, metas, texts, strict=False):
                 yield chunk_id, dict(meta or {}), text
 
+    def chunk_texts_of(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The texts of every chunk of ``doc_ids``, by chunk id (a targeted read, no scan)."""
+        chunks, _ = self._conn.open()
+        out: dict[str, str] = {}
+        for start in range(0, len(doc_ids), 500):
+            page = list(doc_ids[start : start + 500])
+            got = chunks.get(where={"doc_id": {"$in": page}}, include=["documents"])
+            for cid, text in zip(got.get("ids") or [], got.get("documents") or [], strict=False):
+                out[cid] = text or ""
+        return out
+
+    def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` have a document record (one targeted read)."""
+        _, documents = self._conn.open()
+        wanted = sorted({d for d in doc_ids if d})
+        if not wanted:
+            return set()
+        return set(documents.get(ids=wanted, include=[]).get("ids") or [])
+
+    def document_count(self) -> int:
+        """How many documents are committed."""
+        _, documents = self._conn.open()
+        return int(documents.count())
+
     def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
         """Full documents by id, in the order given (unknown ids are left out)."""
         _, documents = self._conn.open()
@@ -134,11 +161,16 @@ class StoreReader:
                 strict=False,
             )
         }
+        in_chunk = [f"{d}:0" for d in wanted if d in found and found[d][1].get(TEXT_IN_CHUNK)]
+        for chunk_id, (text, _) in self.get_chunks(in_chunk).items():
+            doc_id = chunk_id.rsplit(":", 1)[0]
+            found[doc_id] = (text, found[doc_id][1])
         out = []
         for doc_id in wanted:
             if doc_id in found and found[doc_id][0]:
                 text, meta = found[doc_id]
                 meta.pop("files", None)
+                meta.pop(TEXT_IN_CHUNK, None)
                 meta["source"] = meta.get("path")
                 out.append(ContextDocument(text=text, doc_id=doc_id, metadata=meta))
         return out

@@ -160,6 +160,14 @@ class DocumentStore:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         return self._reader.committed_ids()
 
+    def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
+        return self._reader.committed_among(doc_ids)
+
+    def document_count(self) -> int:
+        """How many documents are committed."""
+        return self._reader.document_count()
+
     def _document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
         return self._reader.document_records(include_text)
 
@@ -188,7 +196,11 @@ class DocumentStore:
         return self._conn.bm25_dir
 
     def bm25(self, committed: Sequence[str] | None = None) -> BM25Index:
-        """The BM25 index of the committed chunks, loaded, or rebuilt if stale."""
+        """The BM25 index of the committed chunks, loaded, or rebuilt if stale.
+
+        Without ``committed``: the index the last ``index`` run saved (no listing of the
+        committed documents); with no saved index, one rebuilt from the committed chunks.
+        """
         return self._lexical.current(committed)
 
     def rebuild_bm25(self, committed: Sequence[str] | None = None) -> tuple[BM25Index, list[str]]:
