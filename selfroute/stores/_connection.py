@@ -336,6 +336,14 @@ class StoreConnection:
         assert self._chunk_words is not None
         return self._chunk_words
 
+    def adopt(self, embedding: EmbeddingChoice, chunk_words: int) -> None:
+        """Create the collection (if new) with this embedding and chunk size unless the caller
+        asked for others (a copy of a collection keeps its settings)."""
+        if self._requested is None:
+            self._requested = embedding
+        if self._requested_chunk_words is None:
+            self._requested_chunk_words = chunk_words
+
     def max_batch_size(self) -> int:
         """The most records the client takes in one call."""
         if self._max_batch is None:

@@ -9,7 +9,7 @@ first path's entry.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from selfroute._fitting import ContextDocument
@@ -86,8 +86,11 @@ class StoreReader:
     def __init__(self, connection: StoreConnection) -> None:
         self._conn = connection
 
-    def document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
-        """Every document record by id (with ``__text__`` if ``include_text``)."""
+    def document_records(
+        self, include_text: bool = False, progress: Callable[[str, int], None] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Every document record by id (with ``__text__`` if ``include_text``); ``progress``
+        is called with ``("documents", n)`` after each page."""
         _, documents = self._conn.open()
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         out: dict[str, dict[str, Any]] = {}
@@ -100,6 +103,8 @@ class StoreReader:
                 if include_text:
                     record["__text__"] = text
                 out[doc_id] = record
+            if progress is not None:
+                progress("documents", len(ids))
         return out
 
     def committed_ids(self) -> list[str]:

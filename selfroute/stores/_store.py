@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,10 +252,15 @@ class DocumentStore:
         )
 
     # -- facts -----------------------------------------------------------------------------------
-    def stats(self, *, documents: bool = False) -> StoreStats:
+    def stats(
+        self, *, documents: bool = False, progress: Callable[[str, int], None] | None = None
+    ) -> StoreStats:
         """Counts of documents, chunks and words; embedding; BM25 state; orphan chunks.
 
         Args:
             documents: Also list every document (path, words, chunks, format).
+            progress: Called with ``("documents", n)`` as the records are read.
         """
-        return collect_stats(self._conn, self._reader, self._lexical, documents=documents)
+        return collect_stats(
+            self._conn, self._reader, self._lexical, documents=documents, progress=progress
+        )
