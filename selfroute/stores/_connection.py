@@ -169,6 +169,12 @@ class StoreConnection:
             return self.path / "bm25" / f"server-{server}" / self.collection_name
         return self.path / "bm25" / self.collection_name
 
+    @property
+    def journal_path(self) -> Path:
+        """The indexing journal of the collection (:mod:`._journal`)."""
+        bm25 = self.bm25_dir
+        return bm25.with_name(f".{bm25.name}.journal")
+
     def client(self, create: bool) -> Any:
         """The ``chromadb`` client, connected on first use."""
         if self._client is not None:

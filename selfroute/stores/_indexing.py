@@ -207,12 +207,6 @@ class Indexer:
         self._lexical = lexical
         self._hook = hook
 
-    @property
-    def journal_path(self) -> Path:
-        """The journal file of the collection."""
-        bm25 = self._conn.bm25_dir
-        return bm25.with_name(f".{bm25.name}.journal")
-
     def index(
         self,
         paths: Sequence[str | os.PathLike[str]],
@@ -228,7 +222,7 @@ class Indexer:
         conn = self._conn
         with conn.lock():
             conn.open(create=True)
-            journal = Journal(self.journal_path)
+            journal = Journal(conn.journal_path)
             if progress is not None:
                 progress("discover", {})
             found, skipped = discover_files(

@@ -145,6 +145,12 @@ class StoreReader:
             return set()
         return set(documents.get(ids=wanted, include=[]).get("ids") or [])
 
+    def is_clean(self) -> bool:
+        """Whether no chunk can lack its commit marker: an embedded store (one writer, and
+        ``PersistentClient`` is single-process) whose journal is absent, i.e. no ``index`` run
+        is in progress or was killed since the last complete one."""
+        return not self._conn.chroma_url and not self._conn.journal_path.exists()
+
     def document_count(self) -> int:
         """How many documents are committed."""
         _, documents = self._conn.open()
@@ -202,17 +208,21 @@ class StoreReader:
         ``score`` is the cosine similarity.
         """
         chunks, _ = self._conn.open()
-        total = chunks.count()
-        if total == 0 or n < 1:
+        if n < 1:
             return []
         conn = self._conn
         vector = embed_query(conn.embedding_function(), conn.embedding, query)
         extra = 0 if committed is None else max(10, n)
-        result = chunks.query(
-            query_embeddings=[vector],
-            n_results=min(total, n + extra),
-            include=["metadatas", "documents", "distances"],
-        )
+        include = ["metadatas", "documents", "distances"]
+        try:
+            result = chunks.query(query_embeddings=[vector], n_results=n + extra, include=include)
+        except Exception:  # Chroma versions that refuse more results than records
+            total = chunks.count()
+            if total == 0:
+                return []
+            result = chunks.query(
+                query_embeddings=[vector], n_results=min(total, n + extra), include=include
+            )
         out: list[Passage] = []
         ids = (result.get("ids") or [[]])[0]
         texts = (result.get("documents") or [[]])[0]

@@ -122,23 +122,23 @@ class HybridRetriever:
         if n < 1:
             return []
         store = self.store
-        if store.document_count() == 0:
-            return []
         pool = self._pool(n)
         want = pool if self.mode == "hybrid" else n
+        # with a run in progress (or killed), chunks may lack their commit marker: ask for more
+        # and keep those whose document is committed (one targeted read); else trust them all
+        clean = store.is_clean()
         dense: list[Passage] = []
         lexical: list[tuple[str, float]] = []
         if self.mode in ("hybrid", "dense"):
-            # room for chunks of uncommitted documents, dropped below
-            dense = store.dense_search(question, want + max(10, want))
+            dense = store.dense_search(question, want if clean else want + max(10, want))
         if self.mode in ("hybrid", "bm25"):
             lexical = store.bm25().search(question, want)
-        # one targeted read: which candidates' documents are committed (the commit marker)
-        keep = store.committed_among(
-            [str(p.doc_id) for p in dense] + [cid.rsplit(":", 1)[0] for cid, _ in lexical]
-        )
-        dense = [p for p in dense if p.doc_id in keep][:want]
-        lexical = [(cid, s) for cid, s in lexical if cid.rsplit(":", 1)[0] in keep]
+        if not clean:
+            keep = store.committed_among(
+                [str(p.doc_id) for p in dense] + [cid.rsplit(":", 1)[0] for cid, _ in lexical]
+            )
+            dense = [p for p in dense if p.doc_id in keep][:want]
+            lexical = [(cid, s) for cid, s in lexical if cid.rsplit(":", 1)[0] in keep]
         if self.mode == "dense":
             return [self._annotate(p, dense_rank=i) for i, p in enumerate(dense[:n], 1)]
         dense_by_id = {str(p.source): p for p in dense}

@@ -164,6 +164,11 @@ class DocumentStore:
         """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
         return self._reader.committed_among(doc_ids)
 
+    def is_clean(self) -> bool:
+        """Whether every chunk in the store is committed without checking (see
+        :meth:`StoreReader.is_clean`)."""
+        return self._reader.is_clean()
+
     def document_count(self) -> int:
         """How many documents are committed."""
         return self._reader.document_count()

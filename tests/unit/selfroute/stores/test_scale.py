@@ -193,3 +193,27 @@ def test_questions_hold_the_connection_and_list_nothing(
             hits = retriever.retrieve(question)
             assert hits and all(p.doc_id for p in hits)
     assert len(opened) == 1
+
+
+def test_commit_markers_are_checked_only_while_a_journal_is_open(
+    tmp_path: Path, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _notes(tmp_path / "notes", 12)
+    store = make_store()
+    store.index([tmp_path / "notes"])
+    checked: list[int] = []
+    real = StoreReader.committed_among
+
+    def counting(self: StoreReader, doc_ids: Any) -> set[str]:
+        checked.append(len(doc_ids))
+        return real(self, doc_ids)
+
+    monkeypatch.setattr(StoreReader, "committed_among", counting)
+    assert store.is_clean()
+    assert HybridRetriever(store, k=3).retrieve("token4 ledger") and not checked
+    # a killed run's journal: its documents' chunks may be uncommitted, so every answer is checked
+    from selfroute.stores._journal import Journal
+
+    Journal(store._conn.journal_path).begin(["0123456789abcdef"])
+    assert not store.is_clean()
+    assert HybridRetriever(store, k=3).retrieve("token4 ledger") and checked
