@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from selfroute.cli import main
 from selfroute.stores import DocumentStore, HybridRetriever
 from tests.integration.cli.scripted import CLERK, OIL, copy_docs
 from tests.support.chroma_server import ChromaServer
+from tests.support.openai_server import ScriptedOpenAIServer
 
 pytest.importorskip("chromadb")
 pytestmark = pytest.mark.timeout(300)
@@ -85,3 +87,40 @@ def test_migrate_copies_a_collection_to_a_chroma_server(
          "--to-server", url, "--to-collection", "taken"]
     )  # fmt: skip
     assert code != 0 and "not in" in capsys.readouterr().err
+
+
+DOC = Path(__file__).parents[3] / "docs" / "scale.md"
+
+
+def test_the_documented_migration_runs_as_written(
+    tmp_path: Path,
+    chroma_server: ChromaServer,
+    reader_server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    block = DOC.read_text(encoding="utf-8").split("```console\n", 1)[1].split("```", 1)[0]
+    lines = [line.removeprefix("$ ") for line in block.splitlines() if line.startswith("$ ")]
+    assert lines[0].startswith("chroma run")  # the server: here, the fixture's `chroma run`
+    commands = [
+        shlex.split(line.replace("http://localhost:8000", chroma_server.url))[1:]
+        for line in lines[1:]
+    ]
+    assert [c[0] for c in commands] == ["index", "migrate", "stats", "ask"]
+    copy_docs(tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SELFROUTE_BASE_URL", reader_server.base_url)  # the model: loopback
+    outputs = []
+    for argv in commands:
+        code, out = _run(capsys, *argv)
+        assert code == 0, (argv, out)
+        outputs.append(out)
+    assert "copied 4 documents" in outputs[1] and "BM25 index copied" in outputs[1]
+    assert "documents    4" in outputs[2] and chroma_server.url in outputs[2]
+    assert "route" in outputs[3] and reader_server.calls >= 1
+    code, out = _run(capsys, "stats", "--chroma-url", chroma_server.url, "--json")
+    remote = json.loads(out)
+    code, out = _run(capsys, "stats", "--json")
+    local = json.loads(out)
+    for key in ("documents", "chunks", "words", "embedding", "bm25", "document_list"):
+        assert remote[key] == local[key], key
