@@ -51,6 +51,7 @@ __all__ = [
     "index_langchain",
     "index_ours",
     "large_files",
+    "on_server",
     "retrieval",
     "run",
     "small_files",
@@ -174,7 +175,9 @@ def index_langchain(folder: str, store: str) -> dict[str, Any]:
     }
 
 
-def retrieval(store: str, queries: int, data: str, k: int = 5) -> dict[str, Any]:
+def retrieval(
+    store: str, queries: int, data: str, k: int = 5, chroma_url: str | None = None
+) -> dict[str, Any]:
     """p50/p95 seconds per question: raw Chroma query versus the store's retriever modes."""
     from selfroute.stores import DocumentStore, HybridRetriever
     from selfroute.stores._embedding import embed_query
@@ -185,7 +188,7 @@ def retrieval(store: str, queries: int, data: str, k: int = 5) -> dict[str, Any]
     for _ in range(queries):
         start = rng.randrange(0, len(words) - 8)
         questions.append(" ".join(words[start : start + 8]))
-    ds = DocumentStore(store)
+    ds = DocumentStore(store, chroma_url=chroma_url)
     chunks, _ = ds._open()
     function = ds._conn.embedding_function()
     retrievers = {m: HybridRetriever(ds, mode=m, k=k) for m in ("dense", "bm25", "hybrid")}
@@ -210,6 +213,24 @@ def retrieval(store: str, queries: int, data: str, k: int = 5) -> dict[str, Any]
         "p95": {m: percentile(v, 95) for m, v in times.items()},
         "peak_mb": _peak_mb(),
     }
+
+
+def on_server(store: str, queries: int, data: str) -> dict[str, Any]:
+    """Start ``chroma run``, ``selfroute migrate`` the store to it, then measure retrieval there."""
+    from selfroute.stores import DocumentStore
+    from selfroute.stores._migrate import copy_collection
+    from tests.support.chroma_server import ChromaServer
+
+    with (
+        tempfile.TemporaryDirectory(prefix="selfroute-scale-server-") as tmp,
+        ChromaServer(tmp) as server,
+    ):
+        t0 = time.perf_counter()
+        report = copy_collection(DocumentStore(store), DocumentStore(store, chroma_url=server.url))
+        seconds = time.perf_counter() - t0
+        out = retrieval(store, queries, data, chroma_url=server.url)
+    out.update(migrate_seconds=seconds, migrated_chunks=report.chunks, bm25=report.bm25)
+    return out
 
 
 def _spawn(kind: str, *args: object, timeout: float = 3600.0) -> dict[str, Any]:
@@ -284,14 +305,15 @@ def _linear_rows(
     )
 
 
-def _retrieval_rows(result: BenchResult, r: dict[str, Any]) -> None:
+def _retrieval_rows(result: BenchResult, r: dict[str, Any], where: str) -> None:
     raw50, raw95 = r["p50"]["raw_chroma"], r["p95"]["raw_chroma"]
     for mode in ("dense", "bm25", "hybrid"):
         target = 1.1 if mode == "dense" else None
         for q, raw in (("p50", raw50), ("p95", raw95)):
             result.rows.append(
                 ratio_row(
-                    f"{r['chunks']:,} chunks: {mode} retrieval {q} (raw Chroma query = baseline)",
+                    f"{where}, {r['chunks']:,} chunks: {mode} retrieval {q} "
+                    "(raw Chroma query = baseline)",
                     raw,
                     r[q][mode],
                     target=target,
@@ -337,14 +359,24 @@ def run(ctx: BenchContext) -> BenchResult:
                 record(f"{kind}, {size:,} chunks", m)
                 runs.append(m)
             _linear_rows(result, kind, runs[0], runs[1])
-        r = _spawn("retrieval", root / f"store-small files-{lin_big}", queries, ctx.data)
-        _retrieval_rows(result, r)
+        biggest = root / f"store-small files-{lin_big}"
+        r = _spawn("retrieval", biggest, queries, ctx.data)
+        _retrieval_rows(result, r, "embedded store")
         ctx.log(f"  [8] retrieval at {r['chunks']:,} chunks: {r['p50']}")
+        srv = _spawn("server", biggest, queries, ctx.data)
+        _retrieval_rows(result, srv, "chroma run server")
+        ctx.log(f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']}")
     result.details.append(
         markdown_table(
             ["corpus", "implementation", "files", "chunks", "seconds", "words/s", "peak RSS MB"],
             measured,
         )
+    )
+    result.notes.append(
+        f"The server rows: `chroma run` on this machine (loopback HTTP), the store copied there "
+        f"with `selfroute migrate` ({srv['migrated_chunks']:,} chunks in "
+        f"{srv['migrate_seconds']:.1f} s, BM25 index {srv['bm25']}); peak RSS of the client "
+        f"process {srv['peak_mb']:.0f} MB."
     )
     result.notes.append(
         f"Tier `{name}` ({ENV}=quick|small|full). Each measurement is a fresh subprocess; "
@@ -362,6 +394,8 @@ if __name__ == "__main__":
         res = index_ours(rest[0], rest[1], int(rest[2]) if len(rest) > 2 else 0)
     elif kind == "langchain":
         res = index_langchain(rest[0], rest[1])
+    elif kind == "server":
+        res = on_server(rest[0], int(rest[1]), rest[2])
     else:
         res = retrieval(rest[0], int(rest[1]), rest[2])
     print(json.dumps(res))

@@ -288,7 +288,12 @@ def _stream_events(session: _Session, question: str) -> Iterator[tuple[str, Any]
 def _answer(session: _Session, question: str, args: argparse.Namespace, out: TextIO) -> RouteResult:
     """Answer one question and print it; returns the result."""
     if not args.stream:
-        result: RouteResult = session.route.invoke(question).result
+        waiting = Progress("never" if args.json else "auto")
+        waiting.status("selfroute: retrieving and asking the model...")
+        try:
+            result: RouteResult = session.route.invoke(question).result
+        finally:
+            waiting.close()
         if args.json:
             _print_json(_payload(result, session), out)
         else:
