@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +323,23 @@ def _retrieval_rows(result: BenchResult, r: dict[str, Any], where: str) -> None:
             )
 
 
+def _linear(
+    ctx: BenchContext,
+    root: Path,
+    kind: str,
+    make: Callable[[Path, int, Path], Path],
+    sizes: tuple[int, int],
+    record: Callable[[str, dict[str, Any]], None],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    runs = []
+    for size in sizes:
+        corpus = make(root / f"{kind}-{size}", size, ctx.data)
+        m = _spawn("ours", corpus, root / f"store-{kind}-{size}")
+        record(f"{kind}, {size:,} chunks", m)
+        runs.append(m)
+    return runs[0], runs[1]
+
+
 def run(ctx: BenchContext) -> BenchResult:
     """Run the benchmark at the context's tier."""
     name = tier(ctx)
@@ -351,21 +369,17 @@ def run(ctx: BenchContext) -> BenchResult:
         record(f"{folder_n:,} small files", base)
         record(f"{folder_n:,} small files", ours)
         _folder_rows(result, folder_n, ours, base)
-        for kind, make in (("small files", small_files), ("large files", large_files)):
-            runs = []
-            for size in (lin_small, lin_big):
-                corpus = make(root / f"{kind}-{size}", size, ctx.data)
-                m = _spawn("ours", corpus, root / f"store-{kind}-{size}")
-                record(f"{kind}, {size:,} chunks", m)
-                runs.append(m)
-            _linear_rows(result, kind, runs[0], runs[1])
+        small = _linear(ctx, root, "small files", small_files, (lin_small, lin_big), record)
+        _linear_rows(result, "small files", *small)
         biggest = root / f"store-small files-{lin_big}"
         r = _spawn("retrieval", biggest, queries, ctx.data)
         _retrieval_rows(result, r, "embedded store")
-        ctx.log(f"  [8] retrieval at {r['chunks']:,} chunks: {r['p50']}")
+        ctx.log(f"  [8] retrieval at {r['chunks']:,} chunks: {r['p50']} {r['p95']}")
         srv = _spawn("server", biggest, queries, ctx.data)
         _retrieval_rows(result, srv, "chroma run server")
-        ctx.log(f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']}")
+        ctx.log(f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']} {srv['p95']}")
+        large = _linear(ctx, root, "large files", large_files, (lin_small, lin_big), record)
+        _linear_rows(result, "large files", *large)
     result.details.append(
         markdown_table(
             ["corpus", "implementation", "files", "chunks", "seconds", "words/s", "peak RSS MB"],

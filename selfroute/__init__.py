@@ -24,6 +24,7 @@ from selfroute._errors import (
     InvalidInputError,
     LongContextError,
     MissingDependencyError,
+    ModelConfigurationError,
     ModelOutputError,
     RetrievalError,
     SelfRouteError,
@@ -64,6 +65,7 @@ from selfroute._grounding import (
     split_quotes,
 )
 from selfroute._preroute import DEFAULT_GLOBAL_PATTERNS, PreRoute, is_global_question
+from selfroute._pricing import PriceTable
 from selfroute._prompts import (
     DEFAULT_LONG_CONTEXT_PROMPT,
     DEFAULT_RAG_PROMPT,
@@ -76,7 +78,6 @@ from selfroute._redact import RedactingFilter, redact, register_secret
 from selfroute._result import (
     Abstention,
     Passage,
-    PriceTable,
     Reason,
     Route,
     RouteResult,
@@ -131,6 +132,7 @@ __all__ = [
     "LongContextBudget",
     "LongContextError",
     "MissingDependencyError",
+    "ModelConfigurationError",
     "ModelOutputError",
     "OnError",
     "OverflowStrategy",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+from selfroute.stores._journal import writer_lock
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -112,6 +114,39 @@ def _get_or_create(
     )
 
 
+def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
+    """A ``chromadb.HttpClient`` for ``http(s)://host:port``."""
+    parts = _server_url(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    try:
+        with quiet_chroma():
+            return chromadb.HttpClient(
+                host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
+            )
+    except Exception as exc:
+        raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
+
+
+def _drop_cached_system(client: Any) -> None:
+    """Forget Chroma's process-wide system for ``client``'s folder if other clients still hold it.
+
+    Chroma shares one system (and its in-memory vector index) between all clients of a folder in
+    a process; it is stale too, so the next client must build a new one. The other clients look
+    the system up by folder on every call and move to the new one; the old one is not stopped
+    (a call of theirs may be running on it) and is freed when nothing uses it.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = client._identifier
+        # the refcount stays: the other clients' close() still balances it
+        SharedSystemClient._identifier_to_system.pop(identifier, None)
+    except Exception:  # another chromadb layout: the reopen is best effort
+        return
+
+
 class StoreConnection:
     """One Chroma client and a selfroute collection pair, opened once and held.
 
@@ -147,6 +182,9 @@ class StoreConnection:
             raise ConfigurationError(f"chunk_words must be a positive integer, got {chunk_words!r}")
         self._requested_chunk_words = chunk_words
         self._client = client
+        self._own_client = client is None
+        self._seen: str | None = None
+        self._seen_disk: object = None
         self._factory = embedding_factory
         self._chunks: Any = None
         self._documents: Any = None
@@ -186,7 +224,7 @@ class StoreConnection:
             raise MissingDependencyError("chromadb", "chroma") from exc
         settings = Settings(anonymized_telemetry=False)
         if self.chroma_url:
-            self._client = self._http_client(chromadb, settings, self.chroma_url)
+            self._client = _http_client(chromadb, settings, self.chroma_url)
             return self._client
         if not create and not self.path.is_dir():
             raise CollectionNotFoundError(
@@ -203,20 +241,6 @@ class StoreConnection:
         except Exception as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
         return self._client
-
-    @staticmethod
-    def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
-        parts = _server_url(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 8000)
-        try:
-            with quiet_chroma():
-                return chromadb.HttpClient(
-                    host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
-                )
-        except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
 
     def open(self, create: bool = False) -> tuple[Any, Any]:
         """The chunk and document collections, opened (and with ``create``, created) once.
@@ -328,6 +352,53 @@ class StoreConnection:
                 pass
             client.delete_collection(name)
 
+    def note_committed(self, ids: Sequence[str]) -> bool:
+        """Record the committed document ids just read; reopen when another process changed them.
+
+        An embedded ``PersistentClient`` keeps its vector index in memory: documents another
+        process indexes afterwards are in the database (their records are read fresh) but not
+        in this client's nearest-neighbour index, so dense retrieval would miss them, or return
+        chunks of a document since rewritten. A change in the committed ids that this process
+        did not write itself (see :meth:`forget_committed`) closes the client and reopens the
+        collections from disk. A Chroma server, or a client the caller gave, is not reopened.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        digest = hashlib.sha256("\n".join(ids).encode("utf-8", "surrogatepass")).hexdigest()
+        previous, self._seen = self._seen, digest
+        if previous is None or previous == digest or not self._own_client or self.chroma_url:
+            return False
+        self._reopen()
+        return True
+
+    def note_disk_state(self, state: object) -> bool:
+        """Like :meth:`note_committed`, from a cheap signature of the store's files (the saved
+        BM25 index's fingerprint, the journal) instead of the committed ids.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        previous, self._seen_disk = self._seen_disk, state
+        if previous is None or previous == state or not self._own_client or self.chroma_url:
+            return False
+        self._reopen()
+        return True
+
+    def forget_committed(self) -> None:
+        """This process changed the committed ids itself (its client's view is current)."""
+        self._seen = None
+        self._seen_disk = None
+
+    def _reopen(self) -> None:
+        client, self._client = self._client, None
+        self._chunks = self._documents = None
+        if client is not None:
+            with contextlib.suppress(Exception), quiet_chroma():
+                client.close()  # releases the cached system, so the next client loads from disk
+            _drop_cached_system(client)
+        self.open()
+
     @property
     def embedding(self) -> EmbeddingChoice:
         """The collection's embedding (opens the collection)."""
@@ -365,25 +436,6 @@ class StoreConnection:
             self._function = self._factory(self.embedding)
         return self._function
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path / f".index-{self.collection_name}.lock"
-        with open(lock_path, "a+") as handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - Windows: no advisory lock
-                yield
-                return
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise StoreError(
-                    f"another `selfroute index` is writing collection {self.collection_name!r} "
-                    f"in {self.path}; wait for it to finish"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return writer_lock(self.path, self.collection_name)

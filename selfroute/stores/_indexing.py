@@ -94,6 +94,8 @@ class IndexReport:
         seconds: Wall time.
         bm25_rebuilt: Whether the BM25 index was rebuilt.
         orphan_chunks_removed: Chunks left by an interrupted run and deleted.
+        not_pruned: Paths given with ``prune=True`` that do not exist or cannot be read (an
+            unmounted share, a moved folder): nothing under them was removed.
     """
 
     files: int = 0
@@ -107,6 +109,7 @@ class IndexReport:
     seconds: float = 0.0
     bm25_rebuilt: bool = False
     orphan_chunks_removed: int = 0
+    not_pruned: list[str] = field(default_factory=list)
 
     @property
     def indexed(self) -> int:
@@ -132,7 +135,18 @@ class IndexReport:
             "seconds": self.seconds,
             "bm25_rebuilt": self.bm25_rebuilt,
             "orphan_chunks_removed": self.orphan_chunks_removed,
+            "not_pruned": list(self.not_pruned),
         }
+
+
+def _readable(root: Path) -> bool:
+    """Whether ``root`` exists and can be listed (a folder) or read (a file)."""
+    try:
+        if root.is_dir():
+            return os.access(root, os.R_OK | os.X_OK)
+        return root.is_file() and os.access(root, os.R_OK)
+    except OSError:
+        return False
 
 
 def _record_text(doc: LoadedDocument, pieces: Sequence[Chunk]) -> str:
@@ -249,7 +263,13 @@ class Indexer:
         return report
 
     def _prune(self, paths: Sequence[str | os.PathLike[str]], run: _Run, journal: Journal) -> None:
-        roots = [Path(os.path.abspath(p)) for p in paths]
+        roots = []
+        for given in paths:
+            root = Path(os.path.abspath(given))
+            if _readable(root):
+                roots.append(root)
+            else:  # missing or unreadable: its files cannot be told apart from deleted ones
+                run.report.not_pruned.append(str(root))
         gone: list[str] = []
         for path, doc_ids in sorted(run.by_path.items()):
             p = Path(path)
@@ -265,6 +285,7 @@ class Indexer:
         self, run: _Run, journal: Journal, prune: bool, progress: ProgressFn | None
     ) -> None:
         """Update BM25 after a change (or when none is saved); delete orphan chunks."""
+        self._conn.forget_committed()  # our own writes: this client's view is current
         report = run.report
         committed = sorted(run.records)
         chunks_col, _ = self._conn.open()

@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["Journal"]
+from selfroute.stores._errors import StoreError
+
+__all__ = ["Journal", "writer_lock"]
 
 
 class Journal:
@@ -56,3 +58,31 @@ class Journal:
             self.path.unlink()
         self.carried = frozenset()
         self._written = set()
+
+
+@contextlib.contextmanager
+def writer_lock(path: Path, collection: str) -> Iterator[None]:
+    """Hold the collection's writer lock in ``path`` (one ``index`` at a time).
+
+    Raises:
+        StoreError: Another process holds it.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    lock_path = path / f".index-{collection}.lock"
+    with open(lock_path, "a+") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            yield
+            return
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise StoreError(
+                f"another `selfroute index` is writing collection {collection!r} "
+                f"in {path}; wait for it to finish"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

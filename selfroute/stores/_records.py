@@ -14,6 +14,7 @@ from typing import Any
 
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
+from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
@@ -113,7 +114,9 @@ class StoreReader:
         ids: list[str] = []
         for page in _pages(documents, []):
             ids.extend(page.get("ids") or [])
-        return sorted(ids)
+        ids.sort()
+        self._conn.note_committed(ids)  # another process indexed: reopen to see its vectors
+        return ids
 
     def iter_chunks(self, include_text: bool) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """``(chunk_id, metadata, text or None)`` of every chunk record, committed or not."""
@@ -144,6 +147,27 @@ class StoreReader:
         if not wanted:
             return set()
         return set(documents.get(ids=wanted, include=[]).get("ids") or [])
+
+    def refresh(self) -> bool:
+        """Reopen the collections if another process changed the store since the last call.
+
+        The signature read is cheap -- the names of the saved BM25 index folders (an ``index``
+        run that changed the committed documents saves a new fingerprint) and the journal's
+        modification time -- so a long-lived reader checks it per question instead of listing
+        every committed document. A Chroma server needs no reopen.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        conn = self._conn
+        if conn.chroma_url:
+            return False
+        try:
+            journal: int | None = conn.journal_path.stat().st_mtime_ns
+        except OSError:
+            journal = None
+        state = (tuple(BM25Index.saved_fingerprints(conn.bm25_dir)), journal)
+        return conn.note_disk_state(state)
 
     def is_clean(self) -> bool:
         """Whether no chunk can lack its commit marker: an embedded store (one writer, and

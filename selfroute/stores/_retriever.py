@@ -122,6 +122,7 @@ class HybridRetriever:
         if n < 1:
             return []
         store = self.store
+        store.refresh()  # another process indexed since the last question: see its vectors
         pool = self._pool(n)
         want = pool if self.mode == "hybrid" else n
         # with a run in progress (or killed), chunks may lack their commit marker: ask for more

@@ -164,6 +164,10 @@ class DocumentStore:
         """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
         return self._reader.committed_among(doc_ids)
 
+    def refresh(self) -> bool:
+        """Reopen if another process changed the store (see :meth:`StoreReader.refresh`)."""
+        return self._reader.refresh()
+
     def is_clean(self) -> bool:
         """Whether every chunk in the store is committed without checking (see
         :meth:`StoreReader.is_clean`)."""
