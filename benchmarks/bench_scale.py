@@ -27,7 +27,6 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import (
-    REPO_ROOT,
     BenchContext,
     BenchResult,
     Row,
@@ -45,6 +43,7 @@ from benchmarks._common import (
     percentile,
     ratio_row,
     source_texts,
+    spawn_worker,
 )
 
 __all__ = [
@@ -235,20 +234,7 @@ def on_server(store: str, queries: int, data: str) -> dict[str, Any]:
 
 
 def _spawn(kind: str, *args: object, timeout: float = 3600.0) -> dict[str, Any]:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_scale", kind, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        env=env,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"scale worker {kind} failed:\n{out.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return spawn_worker("benchmarks.bench_scale", [kind, *args], timeout)
 
 
 def _rate(m: dict[str, Any]) -> float:

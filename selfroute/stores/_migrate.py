@@ -14,13 +14,13 @@ nothing.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._errors import StoreError
-from selfroute.stores._records import PAGE
+from selfroute.stores._records import pages
 from selfroute.stores._store import DocumentStore
 
 __all__ = ["MigrationReport", "copy_collection"]
@@ -55,17 +55,6 @@ class MigrationReport:
         }
 
 
-def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
-    offset = 0
-    while True:
-        page = collection.get(include=include, limit=PAGE, offset=offset)
-        if page.get("ids"):
-            yield page
-        if len(page.get("ids") or []) < PAGE:
-            return
-        offset += PAGE
-
-
 def copy_collection(
     source: DocumentStore,
     target: DocumentStore,
@@ -96,7 +85,7 @@ def copy_collection(
             "target collection"
         )
     chunks = 0
-    for page in _pages(chunks_src, ["embeddings", "documents", "metadatas"]):
+    for page in pages(chunks_src, ["embeddings", "documents", "metadatas"]):
         rows = [
             i for i, meta in enumerate(page["metadatas"]) if (meta or {}).get("doc_id") in committed
         ]
@@ -111,7 +100,7 @@ def copy_collection(
             if progress is not None:
                 progress("chunks", len(rows))
     documents = 0
-    for page in _pages(docs_src, ["documents", "metadatas"]):
+    for page in pages(docs_src, ["documents", "metadatas"]):
         docs_dst.upsert(
             ids=page["ids"],
             documents=[t or "" for t in page["documents"]],

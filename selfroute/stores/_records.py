@@ -19,7 +19,7 @@ from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
 
-__all__ = ["PAGE", "TEXT_IN_CHUNK", "StoreReader", "file_entry", "files_of", "with_files"]
+__all__ = ["PAGE", "TEXT_IN_CHUNK", "StoreReader", "file_entry", "files_of", "pages", "with_files"]
 
 #: Records read (or deleted) per Chroma call.
 PAGE = 2000
@@ -67,7 +67,8 @@ def with_files(meta: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) 
     return out
 
 
-def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+def pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+    """Every record of ``collection`` in pages of :data:`PAGE` (``include`` as in ``get``)."""
     offset = 0
     while True:
         page = collection.get(include=include, limit=PAGE, offset=offset)
@@ -95,7 +96,7 @@ class StoreReader:
         _, documents = self._conn.open()
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         out: dict[str, dict[str, Any]] = {}
-        for page in _pages(documents, include):
+        for page in pages(documents, include):
             ids = page.get("ids") or []
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
@@ -112,7 +113,7 @@ class StoreReader:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         _, documents = self._conn.open()
         ids: list[str] = []
-        for page in _pages(documents, []):
+        for page in pages(documents, []):
             ids.extend(page.get("ids") or [])
         ids.sort()
         self._conn.note_committed(ids)  # another process indexed: reopen to see its vectors
@@ -122,7 +123,7 @@ class StoreReader:
         """``(chunk_id, metadata, text or None)`` of every chunk record, committed or not."""
         chunks, _ = self._conn.open()
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
-        for page in _pages(chunks, include):
+        for page in pages(chunks, include):
             ids = page.get("ids") or []
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
