@@ -165,27 +165,32 @@ class _Chunker:
         self.route: Route | None = None
         self.shown = ""
 
-    def chunk(self, event: FlowEvent) -> SelfRouteChunk:
+    def chunks(self, event: FlowEvent) -> list[SelfRouteChunk]:
+        """The chunks for one flow event (a result may need a correction first)."""
         if isinstance(event, RouteEvent):
             self.route = event.route
             if event.retracted:
                 self.shown = ""
-            return SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+            return [
+                SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+            ]
         if isinstance(event, TokenEvent):
             self.shown += event.text
-            return SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)
+            return [SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)]
         assert isinstance(event, ResultEvent)
         result = event.result
         output = SelfRouteOutput.from_result(result, self.passthrough)
         answer = result.answer or ""
-        # The final chunk closes the mapping: every other key, and the answer's remaining text
-        # (all of it, retracting what was shown, if the streamed text is not its start).
-        retract = bool(self.shown) and not answer.startswith(self.shown)
-        rest = answer if retract or not self.shown else answer[len(self.shown) :]
+        out: list[SelfRouteChunk] = []
+        if answer.startswith(self.shown):
+            rest = answer[len(self.shown) :]
+        else:  # the answer is not what was shown (e.g. quotes cleaned off): send it again
+            out.append(SelfRouteChunk(route=result.route, text=answer, retracted=True))
+            rest = ""
+        # The final chunk closes the mapping: every other key, and the rest of the answer.
         fields = {**output, "answer": rest}
-        return SelfRouteChunk(
-            fields, route=result.route, reason=result.reason, retracted=retract, output=output
-        )
+        out.append(SelfRouteChunk(fields, route=result.route, reason=result.reason, output=output))
+        return out
 
 
 class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
@@ -555,7 +560,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         flow, handler, passthrough = self._start(_join_inputs(inputs), config, run_manager)
         chunker = _Chunker(passthrough)
         for event in drive(flow, handler, stream=True):
-            yield chunker.chunk(event)
+            yield from chunker.chunks(event)
 
     async def _atransform(
         self,
@@ -567,7 +572,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         flow, handler, passthrough = self._start(value, config, run_manager)
         chunker = _Chunker(passthrough)
         async for event in adrive(flow, handler, stream=True):
-            yield chunker.chunk(event)
+            for chunk in chunker.chunks(event):
+                yield chunk
 
     # SelfRouteChunk is a SelfRouteOutput-shaped mapping (the chunks add up to the output) but
     # not a SelfRouteOutput: the stream methods are typed with it.
