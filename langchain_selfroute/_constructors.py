@@ -95,6 +95,7 @@ class StoreConstructors:
         search_type: str = "similarity",
         search_kwargs: dict[str, Any] | None = None,
         collection_metadata: dict[str, Any] | None = None,
+        scope_keys: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> Self:
         """Chunk ``documents`` into 300-word chunks in a Chroma collection and route over them.
@@ -119,9 +120,17 @@ class StoreConstructors:
             search_type: Retriever search type.
             search_kwargs: Retriever search kwargs (``{"filter": {...}}``).
             collection_metadata: Chroma collection metadata.
+            scope_keys: Metadata keys that tell the owners of documents apart in a shared
+                collection (see :func:`index_documents`). Default: the keys an equality
+                ``search_kwargs["filter"]`` pins (``{"tenant": "acme"}`` -> ``("tenant",)``),
+                else unknown, and a document id stored with other metadata is refused.
             **kwargs: Any other :class:`SelfRoute` setting.
         """
         from langchain_selfroute._chroma import index_documents, open_chroma
+        from selfroute._owners import scope_keys_of_filter
+
+        if scope_keys is None:
+            scope_keys = scope_keys_of_filter((search_kwargs or {}).get("filter"))
 
         store = open_chroma(
             embedding=embedding,
@@ -137,6 +146,7 @@ class StoreConstructors:
             chunk_words=chunk_words,
             overlap_words=overlap_words,
             id_key=kwargs.get("id_key", "doc_id"),
+            scope_keys=scope_keys,
         )
         return cls.from_vectorstore(
             store,

@@ -47,6 +47,7 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
+from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
     "TAG_LONG_CONTEXT",
@@ -58,6 +59,7 @@ __all__ = [
     "LongContextPlan",
     "as_documents",
     "build_index",
+    "message_finish_reason",
     "message_model",
     "message_text",
     "message_usage",
@@ -174,11 +176,34 @@ def message_model(output: Any) -> str | None:
     return None
 
 
-def _generation(output: Any, fallback_model: str | None) -> Generation:
+#: ``response_metadata`` keys under which LangChain integrations put the finish reason.
+_FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+
+
+def message_finish_reason(output: Any, *, streamed: bool = False) -> str | None:
+    """How the model call ended, from ``response_metadata`` (normalized: ``stop``, ``length``,
+    ``content_filter`` ...).
+
+    A streamed reply from a provider integration (``model_provider`` set) that carries no finish
+    reason ended without its final chunk: ``incomplete``. ``None`` when nothing says (a model
+    that reports no metadata).
+    """
+    meta = getattr(output, "response_metadata", None) or {}
+    for key in _FINISH_KEYS:
+        reason = normalize_finish_reason(meta.get(key))
+        if reason is not None:
+            return reason
+    if streamed and meta.get("model_provider"):
+        return INCOMPLETE
+    return None
+
+
+def _generation(output: Any, fallback_model: str | None, *, streamed: bool = False) -> Generation:
     return Generation(
         text=message_text(output),
         usage=message_usage(output),
         model=message_model(output) or fallback_model,
+        finish_reason=message_finish_reason(output, streamed=streamed),
     )
 
 
@@ -273,6 +298,7 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
         model=message_model(raw) or fallback_model,
         structured=obj,
         structured_error=error,
+        finish_reason=message_finish_reason(raw),
     )
 
 
@@ -311,9 +337,11 @@ class _Pieces:
         return pieces[-1]
 
     def last(self) -> GenerationChunk:
-        """The closing chunk: no text, the merged usage and the model name."""
-        final = _generation(self.merged(), self.fallback_model)
-        return GenerationChunk(text="", usage=final.usage, model=final.model)
+        """The closing chunk: no text, the merged usage, the model name and the finish reason."""
+        final = _generation(self.merged(), self.fallback_model, streamed=True)
+        return GenerationChunk(
+            text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
+        )
 
 
 def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
@@ -522,6 +550,13 @@ class LangChainHandler:
             config["tags"] = [*config.get("tags", []), TAG_NOSTREAM]
         return self.models[stage], config
 
+    def _classified(self, step: Generate) -> Any:
+        """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
+        becomes a :class:`~selfroute.ModelConfigurationError` naming the stage and model."""
+        return classified(
+            step.stage, self.names.get(step.stage) or model_name(self.models[step.stage])
+        )
+
     def _structured(self, step: Generate) -> Runnable[Any, Any] | None:
         """The structured-output runnable for ``step``, or ``None`` to send the plain prompt."""
         if step.structured is None:
@@ -539,12 +574,14 @@ class LangChainHandler:
 
     def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = structured.invoke(messages, config=config)
+        with self._classified(step):
+            output = structured.invoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     async def _acall_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = await structured.ainvoke(messages, config=config)
+        with self._classified(step):
+            output = await structured.ainvoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
@@ -636,7 +673,8 @@ class LangChainHandler:
         if structured is not None:
             return self._call_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
@@ -651,9 +689,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     def load_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
@@ -685,7 +724,8 @@ class LangChainHandler:
         if structured is not None:
             return await self._acall_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -698,9 +738,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:

@@ -9,6 +9,7 @@ keys that add up with ``+``: ``functools.reduce(operator.add, route.stream(x)) =
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
@@ -147,20 +148,11 @@ def _step(value: Any) -> StepRecord:
     if isinstance(value, StepRecord):
         return value
     data = dict(value)
-    return StepRecord(
-        stage=Stage(data["stage"]),
-        usage=_usage(data.get("usage")),
-        model=data.get("model"),
-        latency_s=float(data.get("latency_s") or 0.0),
-        prompt_tokens_estimate=data.get("prompt_tokens_estimate"),
-        error=data.get("error"),
-        output=data.get("output"),
-        verdict=data.get("verdict"),
-        k=data.get("k"),
-        structured=bool(data.get("structured", False)),
-        grounded=data.get("grounded"),
-        wasted=bool(data.get("wasted", False)),
-    )
+    known = {f.name for f in dataclasses.fields(StepRecord)}
+    fields = {k: v for k, v in data.items() if k in known}
+    fields["stage"] = Stage(data["stage"])
+    fields["usage"] = _usage(data.get("usage"))
+    return StepRecord(**fields)
 
 
 def _document(value: Any) -> Document:

@@ -58,6 +58,7 @@ from selfroute import (
     run_flow,
     self_route_flow,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     pass
@@ -327,6 +328,8 @@ class SelfRoute(StoreConstructors, RunnableSerializable[SelfRouteInput, SelfRout
             super().__init__(**data)
         except ValidationError as exc:
             raise ConfigurationError(f"invalid SelfRoute settings: {exc}") from exc
+        for model in (self.llm, self.long_context_llm):
+            register_model_secrets(model)  # a key of any shape passed in code is masked too
         own_k = retriever_k(self.retriever)
         # The retriever's own search_kwargs["k"] holds unless k= is given (or a k-ladder needs
         # to ask for more).

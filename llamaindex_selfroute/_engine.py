@@ -65,6 +65,7 @@ from selfroute import (
     structured_unsupported,
     validate_question,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
@@ -291,6 +292,7 @@ class SelfRouteQueryEngine(BaseQueryEngine):
                 raise ConfigurationError(
                     f"{name} must be a LlamaIndex LLM, got {type(value).__name__}"
                 )
+            register_model_secrets(value)  # a key of any shape passed in code is masked too
         self._config = _build_config(
             config, prompts, self._long_context_llm, long_context_window, settings
         )

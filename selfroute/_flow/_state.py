@@ -7,6 +7,7 @@ Each stage is a generator that takes a :class:`FlowState`, yields step requests,
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, fields
@@ -24,6 +25,7 @@ from selfroute._flow._config import RouteConfig, validate_question
 from selfroute._flow._fit import LongContextPrompt
 from selfroute._flow._steps import Generation, Step
 from selfroute._grounding import Grounding
+from selfroute._redact import redact_exception
 from selfroute._result import Abstention, Passage, Reason, Route, Stage, StepRecord
 from selfroute._tokens import TokenCounter
 from selfroute._usage import Usage
@@ -39,7 +41,10 @@ __all__ = [
     "record_step",
     "start",
     "to_passages",
+    "warn_escalation",
 ]
+
+logger = logging.getLogger("selfroute")
 
 T = TypeVar("T")
 
@@ -182,6 +187,12 @@ def start(question: str, config: RouteConfig) -> FlowState:
     return FlowState(question=q, config=config, started=time.perf_counter())
 
 
+def warn_escalation(what: str, exc: BaseException) -> None:
+    """Log an error-driven escalation to long context (a warning on the ``selfroute`` logger):
+    escalating on errors spends the expensive model, so it must never be silent."""
+    logger.warning("%s; escalating to long context: %s", what, redact_exception(exc))
+
+
 def to_passages(items: Any) -> tuple[Passage, ...]:
     """The retriever's answer as passages, or :class:`~selfroute.SelfRouteError`."""
     if items is None:
@@ -226,5 +237,6 @@ def record_step(
         latency_s=gen.latency_s,
         prompt_tokens_estimate=prompt_tokens,
         output=gen.text,
+        finish_reason=gen.finish_reason,
         **facts,
     )

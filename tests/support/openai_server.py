@@ -119,8 +119,10 @@ class ScriptedOpenAIServer(LoopbackServer):
         }
 
     def completion_body(self, done: Completion) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": done.text, "refusal": None}
-        finish = done.reply.finish_reason
+        kind = done.reply.kind
+        content = None if kind == "null" else done.text
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        finish: str | None = None if kind == "cut" else done.reply.finish_reason
         tools = done.body.get("tools") or []
         if done.text.startswith(TOOL_CALL) and tools:
             # A scripted tool call (structured verdicts through tool calling): the request's
@@ -141,11 +143,10 @@ class ScriptedOpenAIServer(LoopbackServer):
                 ],
             }
             finish = "tool_calls"
+        choices = [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}]
         return {
             **self._envelope(done, "chat.completion"),
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-            ],
+            "choices": [] if kind == "no_choices" else choices,
             "usage": self._usage(done),
         }
 
@@ -160,8 +161,11 @@ class ScriptedOpenAIServer(LoopbackServer):
                 payload["usage"] = None
             return sse(payload)
 
+        kind = done.reply.kind
         tools = done.body.get("tools") or []
-        if done.text.startswith(TOOL_CALL) and tools:  # a scripted tool call, streamed
+        if kind == "no_choices":
+            pass
+        elif done.text.startswith(TOOL_CALL) and tools:  # a scripted tool call, streamed
             call = {
                 "index": 0,
                 "id": f"call_{uuid.uuid4().hex[:24]}",
@@ -174,8 +178,10 @@ class ScriptedOpenAIServer(LoopbackServer):
             yield chunk({}, "tool_calls")
         else:
             yield chunk({"role": "assistant", "content": "", "refusal": None})
-            for piece in iter_pieces(done.text):
+            for piece in iter_pieces("" if kind == "null" else done.text):
                 yield chunk({"content": piece})
+            if kind == "cut":  # the connection ends cleanly, mid-answer: no finish, no [DONE]
+                return
             yield chunk({}, done.reply.finish_reason)
         if include_usage:
             yield sse({**base, "choices": [], "usage": self._usage(done)})
