@@ -546,8 +546,9 @@ class SelfRouteChunk(_Fields):
     Beyond the mapping, a chunk says how the call is going: the first chunk of a stream
     announces the route (:attr:`route`, empty text); :attr:`stage` names the stage that wrote
     the text. A chunk with ``retracted=True`` means the text streamed before it is withdrawn
-    (rare: a refusal whose opening looked like an answer); the long-context answer follows.
-    Adding chunks does this for you.
+    (rare: a refusal whose opening looked like an answer; the long-context answer follows), its
+    own text replacing it (when the final answer differs from the text shown, e.g. quotes
+    cleaned off, it comes again whole). Adding chunks does this for you.
 
     Attributes:
         stage: The stage that wrote ``text``.
