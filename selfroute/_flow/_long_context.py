@@ -176,7 +176,7 @@ def classify_long_context(
     quotes: list[str] = []
     if cfg.grounded:
         text, quotes = split_quotes(text)
-    verdict = parse_verdict(text, sentinel=sentinel)
+    verdict = parse_verdict(text, sentinel=sentinel, question=state.question)
     grounding: Grounding | None = None
     abstention: Abstention | None = None
     unverified: str | None = None

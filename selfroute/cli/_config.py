@@ -159,7 +159,7 @@ class Setting:
         return self.toml_key or self.name
 
 
-_STORE = ("index", "ask", "chat", "stats")
+_STORE = ("index", "ask", "chat", "stats", "migrate")
 _QUERY = ("ask", "chat")
 
 #: Every setting of the command line.
@@ -172,7 +172,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
     Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",)),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
-    Setting("progress", "--progress", _text, "auto", "progress bar on stderr: auto (only on a terminal), always, never", ("index",), choices=("auto", "always", "never")),
+    Setting("progress", "--progress", _text, "auto", "progress on stderr: auto (only on a terminal), always, never", ("index", "stats", "migrate"), choices=("auto", "always", "never")),
     Setting("retrieval", "--retrieval", _text, "hybrid", "hybrid (dense + BM25 fused by RRF), dense or bm25", _QUERY, choices=("hybrid", "dense", "bm25")),
     Setting("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N"),
     Setting("model", "--model", _text, "openai:gpt-4o-mini", "RAG-step model: openai:NAME, google:NAME, or NAME with --base-url", _QUERY, metavar="SPEC"),
