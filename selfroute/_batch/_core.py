@@ -1,0 +1,569 @@
+"""The batch driver: many Self-Route flows advanced in phases, one provider batch per phase.
+
+The third driver over :func:`~selfroute.self_route_flow` (after :func:`~selfroute.drive` and
+:func:`~selfroute.adrive`). Like them it sends each step to a handler and feeds the answer back;
+unlike them it runs ``Retrieve`` and ``LoadLongContext`` at once but parks every ``Generate``
+step, and once every flow is parked or finished submits all the parked steps as one batch. When
+the batch is done the answers go back into their flows, which run on to their next ``Generate``
+(the long-context step of a question the RAG step declined, a k-ladder rung) or finish. So every
+policy of the flow works unchanged.
+
+The driver itself is written once as a generator of operations (:class:`RunStep`,
+:class:`Submit`, :class:`Find`, :class:`Poll`, :class:`Fetch`, :class:`Cancel`); the job handle
+runs it with a sync or an async executor.
+
+Resuming: flows are generators and cannot be saved, so a rerun *replays* them: each flow starts
+again, retrieval runs again locally, and every ``Generate`` step already answered in the job file
+(same key, same prompt signature) is answered from it instead of the provider.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from selfroute._batch._ledger import mark_batch
+from selfroute._batch._protocol import BatchPoll, BatchReply, BatchRequest
+from selfroute._batch._store import (
+    JobStore,
+    generation_from_dict,
+    generation_to_dict,
+    step_signature,
+)
+from selfroute._errors import (
+    ConfigurationError,
+    LongContextError,
+    ModelOutputError,
+    SelfRouteError,
+)
+from selfroute._flow import Generate, LoadLongContext, Retrieve, Settle, Speculate, Step
+from selfroute._redact import redact
+from selfroute._result import PriceTable, RouteResult
+
+__all__ = [
+    "BatchEvent",
+    "BatchItem",
+    "BatchOutcome",
+    "JobStatus",
+]
+
+FlowFactory = Callable[["BatchItem"], Generator[Step, Any, RouteResult]]
+
+SPECULATION_NOTE = (
+    "speculative long context (speculate_below) is off in batch runs: every phase waits for "
+    "its batch anyway, so starting the long-context call early saves no time and only pays "
+    "for calls that are thrown away"
+)
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One question of a batch job.
+
+    Attributes:
+        id: Unique within the job (the line number when not given).
+        question: The question.
+        payload: Anything the handler factory needs for it (a per-question document...); not
+            saved in the job file.
+    """
+
+    id: str
+    question: str
+    payload: Any = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What one item of a batch job came to.
+
+    Attributes:
+        id: The item's id.
+        question: The question.
+        result: The route result (every step marked ``batch``), or ``None`` if it failed.
+        error: ``"ErrorType: message"`` when it failed.
+        partial: The partial result of a failed long-context step (what it spent).
+        exception: The exception (this process only; not restored from the job file).
+    """
+
+    id: str
+    question: str
+    result: RouteResult | None = None
+    error: str | None = None
+    partial: RouteResult | None = None
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the item got a result."""
+        return self.result is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form (one ``--json`` line)."""
+        out: dict[str, Any] = {"id": self.id, "question": self.question}
+        if self.result is not None:
+            out.update(self.result.to_dict())
+        else:
+            out["error"] = self.error
+            out["partial"] = self.partial.to_dict() if self.partial is not None else None
+        out["id"] = self.id
+        return out
+
+
+@dataclass(frozen=True)
+class BatchEvent:
+    """Progress of a batch job, for a display (and for tests that crash at a given point).
+
+    Attributes:
+        kind: ``resumed``, ``recovered``, ``submitting``, ``submitted``, ``polled``,
+            ``collected``, ``retrying``, ``finished`` or ``cancelled``.
+        phase: The phase (1: the RAG prompts; 2: the long-context prompts of the questions that
+            declined, or the next k-ladder rung; ...).
+        batch_id: The provider's batch id, when there is one.
+        requests: Requests concerned.
+        poll: The provider's answer, for ``polled``.
+        message: A line for humans.
+    """
+
+    kind: str
+    phase: int = 0
+    batch_id: str | None = None
+    requests: int = 0
+    poll: BatchPoll | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """Where a batch job stands.
+
+    Attributes:
+        total: Items in the job.
+        done: Items with a result.
+        failed: Items that ended in an error.
+        waiting: Items waiting on a batch.
+        phase: The last phase submitted.
+        batches: ``(batch id, phase, state, requests)`` of the batches still open.
+        cancelled: The job was cancelled.
+        notes: Things the job changed about the flows (speculation off...).
+    """
+
+    total: int
+    done: int
+    failed: int
+    waiting: int
+    phase: int
+    batches: tuple[tuple[str, int, str, int], ...] = ()
+    cancelled: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        """Whether every item has ended (or the job was cancelled)."""
+        return self.cancelled or self.done + self.failed == self.total
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {
+            "total": self.total,
+            "done": self.done,
+            "failed": self.failed,
+            "waiting": self.waiting,
+            "phase": self.phase,
+            "batches": [list(b) for b in self.batches],
+            "cancelled": self.cancelled,
+            "finished": self.finished,
+            "notes": list(self.notes),
+        }
+
+
+# -- the operations the driver asks its executor to run ------------------------------------------
+@dataclass(frozen=True)
+class RunStep:
+    """Run a ``Retrieve`` or ``LoadLongContext`` step with the item's handler."""
+
+    step: Retrieve | LoadLongContext
+    item: BatchItem
+
+
+@dataclass(frozen=True)
+class Submit:
+    """``backend.submit(requests, token)``."""
+
+    requests: tuple[BatchRequest, ...]
+    token: str
+
+
+@dataclass(frozen=True)
+class Find:
+    """``backend.find(token)``."""
+
+    token: str
+
+
+@dataclass(frozen=True)
+class Poll:
+    """``backend.poll(batch_id)``."""
+
+    batch_id: str
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """``backend.fetch(batch_id)``."""
+
+    batch_id: str
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """``backend.cancel(batch_id)``."""
+
+    batch_id: str
+
+
+Op = RunStep | Submit | Find | Poll | Fetch | Cancel
+
+
+class _Live:
+    """One item's flow in this process."""
+
+    def __init__(self, item: BatchItem, flow: Generator[Step, Any, RouteResult]) -> None:
+        self.item = item
+        self.flow = flow
+        self.pending: Generate | None = None  # the Generate step it waits on
+        self.count = 0  # Generate steps answered so far
+        self.outcome: BatchOutcome | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.item.id}#{self.count}"
+
+
+def _error_text(exc: BaseException) -> str:
+    return redact(f"{type(exc).__name__}: {exc}")
+
+
+class JobCore:
+    """The batch driver's state and its one operation, :meth:`advance`.
+
+    Args:
+        store: The job state.
+        items: The items.
+        flow: Builds an item's flow (called again on resume).
+        backend_name: The provider, for messages.
+        model_for: The model of a ``Generate`` step.
+        one_model_per_batch: Split a phase by model.
+        prices: Price table for batch costs (``None``: no money).
+        max_attempts: Batches a request may be lost in (expired, failed, cancelled) before it
+            counts as a failed call.
+        on_event: Progress callback.
+        notes: Notes for the status.
+    """
+
+    def __init__(
+        self,
+        store: JobStore,
+        items: Sequence[BatchItem],
+        flow: FlowFactory,
+        *,
+        backend_name: str,
+        model_for: Callable[[Generate], str],
+        one_model_per_batch: bool = False,
+        prices: PriceTable | None = None,
+        max_attempts: int = 3,
+        on_event: Callable[[BatchEvent], None] | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
+        if not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts!r}")
+        self.store = store
+        self.items = list(items)
+        self.flow = flow
+        self.backend_name = backend_name
+        self.model_for = model_for
+        self.one_model_per_batch = one_model_per_batch
+        self.prices = prices
+        self.max_attempts = max_attempts
+        self.on_event = on_event
+        self.notes = tuple(notes)
+        self.live: dict[str, _Live] = {}
+        self.recovered = False
+
+    # -- events ------------------------------------------------------------------------------
+    def emit(self, kind: str, **kw: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(BatchEvent(kind, **kw))
+
+    # -- status ------------------------------------------------------------------------------
+    def outcomes(self) -> list[BatchOutcome]:
+        """Outcomes of the items that ended, in item order."""
+        return [lv.outcome for lv in self.live.values() if lv.outcome is not None]
+
+    def status(self) -> JobStatus:
+        done = failed = 0
+        for lv in self.live.values():
+            if lv.outcome is not None:
+                done += lv.outcome.ok
+                failed += not lv.outcome.ok
+        open_ = tuple(
+            (str(b.get("id") or b["token"]), int(b["phase"]), str(b["state"]), len(b["keys"]))
+            for b in self.store.open_batches()
+        )
+        waiting = len(self.store.open_keys())
+        return JobStatus(
+            total=len(self.items),
+            done=done,
+            failed=failed,
+            waiting=waiting,
+            phase=int(self.store.data["phase"]),
+            batches=open_,
+            cancelled=bool(self.store.data.get("cancelled")),
+            notes=self.notes,
+        )
+
+    # -- the driver --------------------------------------------------------------------------
+    def advance(self) -> Generator[Op, Any, JobStatus]:
+        """Do what can be done now: recover, poll open batches (collect finished ones), run the
+        flows on, submit the next phase. Never sleeps."""
+        if not self.recovered:
+            yield from self.recover()
+        if self.store.data.get("cancelled"):
+            return self.status()
+        for batch in list(self.store.open_batches()):
+            poll: BatchPoll = yield Poll(batch["id"])
+            batch["provider_state"] = poll.provider_state
+            self.emit(
+                "polled",
+                phase=batch["phase"],
+                batch_id=batch["id"],
+                requests=len(batch["keys"]),
+                poll=poll,
+                message=f"batch {batch['id']}: {poll.provider_state or poll.state.value}",
+            )
+            if poll.state.terminal:
+                replies: Sequence[BatchReply] = yield Fetch(batch["id"])
+                self._collect(batch, poll, replies)
+        open_keys = self.store.open_keys()
+        for lv in self.live.values():
+            if lv.outcome is None and (lv.pending is None or lv.key not in open_keys):
+                yield from self._run_on(lv)
+        waiting = [
+            lv
+            for lv in self.live.values()
+            if lv.outcome is None and lv.pending is not None and lv.key not in open_keys
+        ]
+        if waiting:
+            yield from self._submit(waiting)
+        else:
+            self.store.save()
+        status = self.status()
+        if status.finished:
+            self.emit(
+                "finished",
+                phase=status.phase,
+                message=f"{status.done} answered, {status.failed} failed",
+            )
+        return status
+
+    def recover(self) -> Generator[Op, Any, None]:
+        """Start (or replay) every flow; settle submissions a crash left unrecorded."""
+        store = self.store
+        if store.resumed:
+            self.emit("resumed", phase=int(store.data["phase"]), message="resuming the job file")
+        for batch in list(store.batches):
+            if batch["state"] != "submitting":
+                continue
+            found = yield Find(batch["token"])
+            if found:
+                batch["id"], batch["state"] = found, "submitted"
+                self.emit(
+                    "recovered",
+                    phase=batch["phase"],
+                    batch_id=found,
+                    requests=len(batch["keys"]),
+                    message=f"found batch {found}, submitted before the interruption",
+                )
+            else:
+                store.batches.remove(batch)
+        store.save()
+        for item in self.items:
+            self.live[item.id] = _Live(item, self.flow(item))
+        self.recovered = True
+
+    def _run_on(self, lv: _Live) -> Generator[Op, Any, None]:
+        """Run one flow until it waits on an unanswered ``Generate`` step or ends."""
+        send: Any = None
+        error: BaseException | None = None
+        while True:
+            if lv.pending is not None:
+                answer = self.store.answers.get(lv.key)
+                if answer is None or answer.get("sig") != step_signature(lv.pending):
+                    return  # not answered yet (or answered for another prompt): submit it
+                if "error" in answer:
+                    error = ModelOutputError(
+                        f"{self.backend_name} batch request failed: {answer['error']}"
+                    )
+                else:
+                    send = generation_from_dict(answer["generation"])
+                lv.pending = None
+                lv.count += 1
+            try:
+                step = lv.flow.throw(error) if error is not None else lv.flow.send(send)
+            except StopIteration as stop:
+                self._finish(lv, result=stop.value)
+                return
+            except Exception as exc:
+                self._finish(lv, exc=exc)
+                return
+            send, error = None, None
+            if isinstance(step, Generate):
+                lv.pending = step
+            elif isinstance(step, (Speculate, Settle)):
+                error = ConfigurationError(
+                    "a flow in a batch job asked for speculative long context; "
+                    + SPECULATION_NOTE
+                    + " (build the flow with speculate_below=None)"
+                )
+            elif isinstance(step, (Retrieve, LoadLongContext)):
+                try:
+                    send = yield RunStep(step, lv.item)
+                except Exception as exc:
+                    error = exc
+            else:  # pragma: no cover - defensive
+                error = SelfRouteError(f"unknown step {step!r}")
+
+    def _finish(
+        self, lv: _Live, *, result: RouteResult | None = None, exc: BaseException | None = None
+    ) -> None:
+        item = lv.item
+        if result is not None:
+            marked = mark_batch(result, self.prices)
+            lv.outcome = BatchOutcome(item.id, item.question, result=marked)
+            self.store.results[item.id] = {"result": marked.to_dict(), "error": None}
+            return
+        assert exc is not None
+        partial = exc.partial if isinstance(exc, LongContextError) else None
+        if partial is not None:
+            partial = mark_batch(partial, self.prices)
+        text = _error_text(exc)
+        lv.outcome = BatchOutcome(
+            item.id, item.question, error=text, partial=partial, exception=exc
+        )
+        self.store.results[item.id] = {
+            "result": None,
+            "error": text,
+            "partial": partial.to_dict() if partial is not None else None,
+        }
+
+    def _submit(self, waiting: Sequence[_Live]) -> Generator[Op, Any, None]:
+        """Submit the waiting steps as this phase's batch (one per model when the provider
+        runs one model per batch); the token goes into the job file first."""
+        store = self.store
+        store.data["phase"] += 1
+        phase = int(store.data["phase"])
+        requests = [
+            BatchRequest(lv.key, lv.pending, self.model_for(lv.pending))
+            for lv in waiting
+            if lv.pending is not None
+        ]
+        groups: dict[str, list[BatchRequest]] = {}
+        for req in requests:
+            groups.setdefault(req.model if self.one_model_per_batch else "", []).append(req)
+        for group in groups.values():
+            token = f"selfroute-{uuid.uuid4().hex}"
+            batch: dict[str, Any] = {
+                "token": token,
+                "id": None,
+                "phase": phase,
+                "state": "submitting",
+                "keys": [r.key for r in group],
+                "sigs": {r.key: step_signature(r.step) for r in group},
+                "submitted_at": time.time(),
+            }
+            store.batches.append(batch)
+            store.save()
+            self.emit(
+                "submitting",
+                phase=phase,
+                requests=len(group),
+                message=f"phase {phase}: submitting {len(group)} requests",
+            )
+            batch_id = yield Submit(tuple(group), token)
+            batch["id"], batch["state"] = batch_id, "submitted"
+            store.save()
+            self.emit(
+                "submitted",
+                phase=phase,
+                batch_id=batch_id,
+                requests=len(group),
+                message=f"phase {phase}: batch {batch_id} ({len(group)} requests)",
+            )
+
+    def _collect(
+        self, batch: dict[str, Any], poll: BatchPoll, replies: Sequence[BatchReply]
+    ) -> None:
+        """Record a terminal batch's replies; requests it never ran are retried (or, after
+        ``max_attempts`` lost batches, recorded as failed calls)."""
+        store = self.store
+        sigs: dict[str, str] = batch["sigs"]
+        answered: set[str] = set()
+        errors = 0
+        for reply in replies:
+            if reply.key not in sigs or reply.retryable:
+                continue
+            answered.add(reply.key)
+            if reply.generation is not None:
+                store.answers[reply.key] = {
+                    "sig": sigs[reply.key],
+                    "generation": generation_to_dict(reply.generation),
+                }
+            else:
+                errors += 1
+                store.answers[reply.key] = {"sig": sigs[reply.key], "error": reply.error}
+        lost = [key for key in batch["keys"] if key not in answered]
+        for key in lost:
+            store.attempts[key] = store.attempts.get(key, 0) + 1
+            if store.attempts[key] >= self.max_attempts:
+                store.answers[key] = {
+                    "sig": sigs[key],
+                    "error": f"not run: lost in {store.attempts[key]} batches (last "
+                    f"{batch['id']}: {poll.provider_state or poll.state.value})",
+                }
+        batch["state"] = "collected"
+        batch["final_state"] = poll.state.value
+        store.save()
+        self.emit(
+            "collected",
+            phase=batch["phase"],
+            batch_id=batch["id"],
+            requests=len(answered),
+            poll=poll,
+            message=f"batch {batch['id']} {poll.state.value}: {len(answered) - errors} answers, "
+            f"{errors} request errors, {len(lost)} not run",
+        )
+        retry = [key for key in lost if key not in store.answers]
+        if retry:
+            self.emit(
+                "retrying",
+                phase=batch["phase"],
+                batch_id=batch["id"],
+                requests=len(retry),
+                message=f"{len(retry)} requests of batch {batch['id']} go into the next batch",
+            )
+
+    def cancel(self) -> Generator[Op, Any, None]:
+        """Cancel the open batches and stop the job."""
+        for batch in self.store.open_batches():
+            if batch.get("id"):
+                yield Cancel(batch["id"])
+        self.store.data["cancelled"] = True
+        for lv in self.live.values():
+            if lv.outcome is None:
+                lv.outcome = BatchOutcome(
+                    lv.item.id, lv.item.question, error="BatchCancelled: the job was cancelled"
+                )
+        self.store.save()
+        self.emit("cancelled", phase=int(self.store.data["phase"]), message="job cancelled")
