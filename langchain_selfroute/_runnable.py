@@ -15,6 +15,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_selfroute._batch import BatchJobMixin
 from langchain_selfroute._handlers import (
     LangChainHandler,
     LongContextPlan,
@@ -119,7 +120,7 @@ def _chunk(event: FlowEvent, route: Any) -> SelfRouteChunk:
     )
 
 
-class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
+class SelfRoute(BatchJobMixin, RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
 
     Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel

@@ -31,7 +31,8 @@ from email.parser import BytesParser
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support._loopback import Completion, _Handler, prompt_text, serve_main, word_count
+from tests.support._batch_common import complete
+from tests.support._loopback import _Handler, serve_main
 from tests.support.openai_server import ScriptedOpenAIServer
 
 __all__ = ["OpenAIBatchServer"]
@@ -104,9 +105,7 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
             return
         handler.send_json(status, payload)
 
-    def _api(
-        self, handler: _Handler, method: str, parts: list[str], raw: bytes
-    ) -> tuple[int, Any]:
+    def _api(self, handler: _Handler, method: str, parts: list[str], raw: bytes) -> tuple[int, Any]:
         kind, rest = parts[0], parts[1:]
         if kind == "files":
             if method == "POST" and not rest:
@@ -242,34 +241,21 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
         """The output-or-error line of one request (same replies as online)."""
         body = line["body"]
         self.batch_bodies.append(body)
-        reply = self._resolve(body)
+        reply, done = complete(self, body, str(body.get("model")))
         rid = f"req_{uuid.uuid4().hex[:16]}"
         if reply.kind in ("error", "malformed", "hang"):
             status = reply.status if reply.kind == "error" else 500
-            return {
-                "id": f"batch_req_{uuid.uuid4().hex[:16]}",
-                "custom_id": line["custom_id"],
-                "response": {
-                    "status_code": status,
-                    "request_id": rid,
-                    "body": self.error_body(status, reply.text),
-                },
-                "error": None,
+            response = {
+                "status_code": status,
+                "request_id": rid,
+                "body": self.error_body(status, reply.text),
             }
-        model = reply.model if reply.model is not None else str(body.get("model"))
-        text = "" if reply.kind == "empty" else reply.text
-        prompt_tokens = (
-            reply.prompt_tokens if reply.prompt_tokens is not None else word_count(prompt_text(body))
-        )
-        completion = reply.completion_tokens
-        done = Completion(
-            body, reply, model, text, prompt_tokens, completion if completion is not None else
-            word_count(text)
-        )
+        else:
+            response = {"status_code": 200, "request_id": rid, "body": self.completion_body(done)}
         return {
             "id": f"batch_req_{uuid.uuid4().hex[:16]}",
             "custom_id": line["custom_id"],
-            "response": {"status_code": 200, "request_id": rid, "body": self.completion_body(done)},
+            "response": response,
             "error": None,
         }
 
