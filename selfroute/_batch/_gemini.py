@@ -23,6 +23,8 @@ __all__ = ["GeminiBatchBackend"]
 
 STRUCTURED_SUFFIX = "~json"
 FIND_SCAN = 2000
+#: Status codes of a create call the server refused (nothing was created).
+_REFUSED = (400, 401, 403, 404, 405, 422, 501)
 
 _STATES = {
     "JOB_STATE_UNSPECIFIED": BatchState.PENDING,
@@ -214,7 +216,15 @@ class GeminiBatchBackend:
                 model=self._model(requests), src=src, config={"display_name": token}
             )
         except Exception as exc:
-            raise self._unsupported(exc) from exc
+            found = None
+            if getattr(exc, "code", None) not in _REFUSED:  # created although it failed?
+                try:
+                    found = self.find(token)
+                except Exception:
+                    found = None
+            if found is None:
+                raise self._unsupported(exc) from exc
+            return found
         return str(job.name)
 
     def find(self, token: str) -> str | None:
@@ -247,7 +257,15 @@ class GeminiBatchBackend:
                 model=self._model(requests), src=src, config={"display_name": token}
             )
         except Exception as exc:
-            raise self._unsupported(exc) from exc
+            found = None
+            if getattr(exc, "code", None) not in _REFUSED:
+                try:
+                    found = await self.afind(token)
+                except Exception:
+                    found = None
+            if found is None:
+                raise self._unsupported(exc) from exc
+            return found
         return str(job.name)
 
     async def afind(self, token: str) -> str | None:

@@ -248,10 +248,27 @@ class OpenAIBatchBackend:
             uploaded = self.client.files.create(
                 file=(f"{token}.jsonl", data, "application/jsonl"), purpose="batch"
             )
-            batch = self.client.batches.create(**self._create_args(token, uploaded.id))
         except Exception as exc:
-            raise self._unsupported(exc, "POST /v1/files or /v1/batches") from exc
+            raise self._unsupported(exc, "POST /v1/files") from exc
+        try:  # never retried blindly: a failed answer may hide a created (billed) batch
+            batch = self.client.with_options(max_retries=0).batches.create(
+                **self._create_args(token, uploaded.id)
+            )
+        except Exception as exc:
+            found = self._find_after(exc, token)
+            if found is None:
+                raise self._unsupported(exc, "POST /v1/batches") from exc
+            return found
         return str(batch.id)
+
+    def _find_after(self, exc: Exception, token: str) -> str | None:
+        """The batch the provider created although creating it failed, if any."""
+        if getattr(exc, "status_code", None) in (400, 401, 403, 404, 405, 422, 501):
+            return None  # refused: nothing was created
+        try:
+            return self.find(token)
+        except Exception:
+            return None
 
     def find(self, token: str) -> str | None:
         """The batch created with ``token`` (looked up among the recent batches)."""
@@ -289,9 +306,22 @@ class OpenAIBatchBackend:
             uploaded = await client.files.create(
                 file=(f"{token}.jsonl", data, "application/jsonl"), purpose="batch"
             )
-            batch = await client.batches.create(**self._create_args(token, uploaded.id))
         except Exception as exc:
-            raise self._unsupported(exc, "POST /v1/files or /v1/batches") from exc
+            raise self._unsupported(exc, "POST /v1/files") from exc
+        try:
+            batch = await client.with_options(max_retries=0).batches.create(
+                **self._create_args(token, uploaded.id)
+            )
+        except Exception as exc:
+            found = None
+            if getattr(exc, "status_code", None) not in (400, 401, 403, 404, 405, 422, 501):
+                try:
+                    found = await self.afind(token)
+                except Exception:
+                    found = None
+            if found is None:
+                raise self._unsupported(exc, "POST /v1/batches") from exc
+            return found
         return str(batch.id)
 
     async def afind(self, token: str) -> str | None:
