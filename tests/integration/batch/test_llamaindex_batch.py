@@ -3,8 +3,6 @@ as ``engine.query`` online, sync and async."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from llama_index.core import Document, VectorStoreIndex
 
