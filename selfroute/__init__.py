@@ -81,6 +81,7 @@ from selfroute._grounding import (
     split_quotes,
 )
 from selfroute._preroute import DEFAULT_GLOBAL_PATTERNS, PreRoute, is_global_question
+from selfroute._pricing import PriceTable
 from selfroute._prompts import (
     DEFAULT_LONG_CONTEXT_PROMPT,
     DEFAULT_RAG_PROMPT,
@@ -93,7 +94,6 @@ from selfroute._redact import RedactingFilter, redact, register_secret
 from selfroute._result import (
     Abstention,
     Passage,
-    PriceTable,
     Reason,
     Route,
     RouteResult,

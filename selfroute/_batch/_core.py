@@ -30,7 +30,6 @@ from selfroute._batch._protocol import BatchPoll, BatchReply, BatchRequest
 from selfroute._batch._store import (
     JobStore,
     generation_from_dict,
-    generation_to_dict,
     step_signature,
 )
 from selfroute._errors import (
@@ -40,8 +39,9 @@ from selfroute._errors import (
     SelfRouteError,
 )
 from selfroute._flow import Generate, LoadLongContext, Retrieve, Settle, Speculate, Step
+from selfroute._pricing import PriceTable
 from selfroute._redact import redact
-from selfroute._result import PriceTable, RouteResult
+from selfroute._result import RouteResult
 
 __all__ = [
     "BatchEvent",
@@ -507,51 +507,25 @@ class JobCore:
     ) -> None:
         """Record a terminal batch's replies; requests it never ran are retried (or, after
         ``max_attempts`` lost batches, recorded as failed calls)."""
-        store = self.store
-        sigs: dict[str, str] = batch["sigs"]
-        answered: set[str] = set()
-        errors = 0
-        for reply in replies:
-            if reply.key not in sigs or reply.retryable:
-                continue
-            answered.add(reply.key)
-            if reply.generation is not None:
-                store.answers[reply.key] = {
-                    "sig": sigs[reply.key],
-                    "generation": generation_to_dict(reply.generation),
-                }
-            else:
-                errors += 1
-                store.answers[reply.key] = {"sig": sigs[reply.key], "error": reply.error}
-        lost = [key for key in batch["keys"] if key not in answered]
-        for key in lost:
-            store.attempts[key] = store.attempts.get(key, 0) + 1
-            if store.attempts[key] >= self.max_attempts:
-                store.answers[key] = {
-                    "sig": sigs[key],
-                    "error": f"not run: lost in {store.attempts[key]} batches (last "
-                    f"{batch['id']}: {poll.provider_state or poll.state.value})",
-                }
-        batch["state"] = "collected"
-        batch["final_state"] = poll.state.value
-        store.save()
+        answered, errors, lost, retry = self.store.record_replies(
+            batch, poll, replies, self.max_attempts
+        )
         self.emit(
             "collected",
             phase=batch["phase"],
             batch_id=batch["id"],
-            requests=len(answered),
+            requests=answered,
             poll=poll,
-            message=f"batch {batch['id']} {poll.state.value}: {len(answered) - errors} answers, "
-            f"{errors} request errors, {len(lost)} not run",
+            message=f"batch {batch['id']} {poll.state.value}: {answered - errors} answers, "
+            f"{errors} request errors, {lost} not run",
         )
-        retry = [key for key in lost if key not in store.answers]
         if retry:
             self.emit(
                 "retrying",
                 phase=batch["phase"],
                 batch_id=batch["id"],
-                requests=len(retry),
-                message=f"{len(retry)} requests of batch {batch['id']} go into the next batch",
+                requests=retry,
+                message=f"{retry} requests of batch {batch['id']} go into the next batch",
             )
 
     def cancel(self) -> Generator[Op, Any, None]:

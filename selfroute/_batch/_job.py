@@ -32,15 +32,9 @@ from selfroute._batch._core import (
 )
 from selfroute._batch._store import JobStore
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
-from selfroute._flow import (
-    LoadLongContext,
-    Retrieve,
-    RouteConfig,
-    _aretrieve,
-    _retrieve,
-    self_route_flow,
-)
-from selfroute._result import PriceTable
+from selfroute._flow import LoadLongContext, Retrieve, RouteConfig, self_route_flow
+from selfroute._flow._drivers import _aretrieve, _retrieve
+from selfroute._pricing import PriceTable
 
 __all__ = ["BatchJob", "as_items", "batch_config"]
 

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from selfroute._result import PriceTable, RouteResult, Stage
-from selfroute._usage import Usage
+from selfroute._flow._finish import long_context_cost
+from selfroute._pricing import PriceTable
+from selfroute._result import RouteResult
 
 __all__ = ["BatchCostReport", "batch_cost_report", "mark_batch"]
 
@@ -31,20 +32,13 @@ def mark_batch(result: RouteResult, prices: PriceTable | None) -> RouteResult:
 def _always_lc(
     result: RouteResult, prices: PriceTable, lc_model: str | None
 ) -> tuple[float | None, float | None]:
-    """(online, batch) cost of answering ``result``'s question with long context only.
-
-    The same counterfactual the flow prices: the LC step's model (else ``lc_model``, else the RAG
-    model) on the whole-document prompt, with the last answer's output tokens.
-    """
-    if result.long_context_tokens is None:
+    """(online, batch) cost of answering ``result``'s question with long context only (the
+    counterfactual the flow prices)."""
+    tokens = result.long_context_tokens
+    if tokens is None:
         return None, None
-    lc_steps = [s for s in result.steps if s.stage is Stage.LONG_CONTEXT and not s.wasted]
-    rag_steps = [s for s in result.steps if s.stage is Stage.RAG]
-    last = lc_steps[-1] if lc_steps else (rag_steps[-1] if rag_steps else None)
-    model = lc_steps[-1].model if lc_steps else lc_model
-    model = model or (rag_steps[-1].model if rag_steps else None)
-    usage = Usage.of(result.long_context_tokens, last.usage.output_tokens if last else 0)
-    return prices.cost(model, usage), prices.cost(model, usage, batch=True)
+    online = long_context_cost(result.steps, prices, tokens, lc_model)
+    return online, long_context_cost(result.steps, prices, tokens, lc_model, batch=True)
 
 
 def _add(total: float | None, value: float | None) -> float | None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from selfroute._batch._protocol import BatchPoll, BatchReply
 from selfroute._errors import ConfigurationError
 from selfroute._flow import Generate, Generation
 from selfroute._usage import Usage
@@ -188,6 +189,53 @@ class JobStore:
     def open_batches(self) -> list[dict[str, Any]]:
         """Batches not collected yet."""
         return [b for b in self.batches if b["state"] in ("submitting", "submitted")]
+
+    def record_replies(
+        self,
+        batch: dict[str, Any],
+        poll: BatchPoll,
+        replies: Sequence[BatchReply],
+        max_attempts: int,
+    ) -> tuple[int, int, int, int]:
+        """Record a terminal batch's replies and close it (saved).
+
+        A request the batch did not run is counted as lost; after ``max_attempts`` lost batches
+        it is recorded as a failed call, else it waits for the next batch.
+
+        Returns:
+            ``(answered, request errors, lost, to retry)`` counts.
+        """
+        sigs: dict[str, str] = batch["sigs"]
+        answered: set[str] = set()
+        errors = 0
+        for reply in replies:
+            if reply.key not in sigs or reply.retryable:
+                continue
+            answered.add(reply.key)
+            if reply.generation is not None:
+                self.answers[reply.key] = {
+                    "sig": sigs[reply.key],
+                    "generation": generation_to_dict(reply.generation),
+                }
+            else:
+                errors += 1
+                self.answers[reply.key] = {"sig": sigs[reply.key], "error": reply.error}
+        lost = [key for key in batch["keys"] if key not in answered]
+        retry = 0
+        for key in lost:
+            self.attempts[key] = self.attempts.get(key, 0) + 1
+            if self.attempts[key] >= max_attempts:
+                self.answers[key] = {
+                    "sig": sigs[key],
+                    "error": f"not run: lost in {self.attempts[key]} batches (last "
+                    f"{batch['id']}: {poll.provider_state or poll.state.value})",
+                }
+            else:
+                retry += 1
+        batch["state"] = "collected"
+        batch["final_state"] = poll.state.value
+        self.save()
+        return len(answered), errors, len(lost), retry
 
     def open_keys(self) -> set[str]:
         """Request keys in batches not collected yet."""
