@@ -23,6 +23,7 @@ from selfroute._batch import (
     BatchState,
     GeminiBatchBackend,
     JobStatus,
+    LocalBatchBackend,
     OpenAIBatchBackend,
     batch_cost_report,
 )
@@ -158,6 +159,7 @@ __all__ = [
     "JobStatus",
     "LexicalIndex",
     "LoadLongContext",
+    "LocalBatchBackend",
     "LongContextBudget",
     "LongContextError",
     "MissingDependencyError",

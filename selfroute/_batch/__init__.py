@@ -7,6 +7,7 @@ from selfroute._batch._core import BatchEvent, BatchItem, BatchOutcome, JobStatu
 from selfroute._batch._gemini import GeminiBatchBackend
 from selfroute._batch._job import BatchJob
 from selfroute._batch._ledger import BatchCostReport, batch_cost_report
+from selfroute._batch._local import LocalBatchBackend
 from selfroute._batch._openai import OpenAIBatchBackend
 from selfroute._batch._protocol import (
     AsyncBatchBackend,
@@ -31,6 +32,7 @@ __all__ = [
     "BatchState",
     "GeminiBatchBackend",
     "JobStatus",
+    "LocalBatchBackend",
     "OpenAIBatchBackend",
     "batch_cost_report",
 ]

@@ -29,6 +29,7 @@ PUBLIC = sorted(
         "BatchState",
         "GeminiBatchBackend",
         "JobStatus",
+        "LocalBatchBackend",
         "OpenAIBatchBackend",
         "batch_cost_report",
         "AsyncStepHandler",
