@@ -83,7 +83,9 @@ class LocalBatchBackend:
 
     def poll(self, batch_id: str) -> BatchPoll:
         """Pending, then completed after ``polls_to_finish`` polls."""
-        batch = self.batches[batch_id]
+        batch = self.batches.get(batch_id)
+        if batch is None:  # submitted by another process: lost with it, so it is retried
+            return BatchPoll(BatchState.FAILED, "unknown batch")
         if batch.get("cancelled"):
             return BatchPoll(BatchState.CANCELLED, "cancelled")
         batch["polls"] += 1
@@ -96,9 +98,9 @@ class LocalBatchBackend:
         return BatchReply(request.key, _as_generation(value, request))
 
     def fetch(self, batch_id: str) -> list[BatchReply]:
-        """Every request answered by ``answer`` (nothing for a cancelled batch)."""
-        batch = self.batches[batch_id]
-        if batch.get("cancelled"):
+        """Every request answered by ``answer`` (nothing for a cancelled or unknown batch)."""
+        batch = self.batches.get(batch_id)
+        if batch is None or batch.get("cancelled"):
             return []
         out = []
         for request in batch["requests"]:
@@ -110,7 +112,8 @@ class LocalBatchBackend:
 
     def cancel(self, batch_id: str) -> None:
         """Cancel the batch."""
-        self.batches[batch_id]["cancelled"] = True
+        if batch_id in self.batches:
+            self.batches[batch_id]["cancelled"] = True
 
     async def asubmit(self, requests: Sequence[BatchRequest], token: str) -> str:
         """Async :meth:`submit`."""
@@ -126,8 +129,8 @@ class LocalBatchBackend:
 
     async def afetch(self, batch_id: str) -> list[BatchReply]:
         """Async :meth:`fetch` (awaits an async ``answer``)."""
-        batch = self.batches[batch_id]
-        if batch.get("cancelled"):
+        batch = self.batches.get(batch_id)
+        if batch is None or batch.get("cancelled"):
             return []
         out = []
         for request in batch["requests"]:
