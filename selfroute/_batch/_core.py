@@ -234,12 +234,28 @@ class _Live:
         self.item = item
         self.flow = flow
         self.pending: Generate | None = None  # the Generate step it waits on
+        self.sig = ""  # the pending step's signature
         self.count = 0  # Generate steps answered so far
         self.outcome: BatchOutcome | None = None
 
     @property
     def key(self) -> str:
         return f"{self.item.id}#{self.count}"
+
+
+def _summary(result: RouteResult | None, error: str | None) -> dict[str, Any]:
+    """What the job file keeps of a finished item (the full result is rebuilt by replaying its
+    flow from the recorded answers)."""
+    out: dict[str, Any] = {"error": error}
+    if result is not None:
+        out.update(
+            answer=result.answer,
+            route=result.route.value,
+            reason=result.reason.value,
+            cost=result.cost,
+            input_tokens=result.usage.input_tokens,
+        )
+    return out
 
 
 def _error_text(exc: BaseException) -> str:
@@ -400,7 +416,7 @@ class JobCore:
         while True:
             if lv.pending is not None:
                 answer = self.store.answers.get(lv.key)
-                if answer is None or answer.get("sig") != step_signature(lv.pending):
+                if answer is None or answer.get("sig") != lv.sig:
                     return  # not answered yet (or answered for another prompt): submit it
                 if "error" in answer:
                     error = ModelOutputError(
@@ -420,7 +436,7 @@ class JobCore:
                 return
             send, error = None, None
             if isinstance(step, Generate):
-                lv.pending = step
+                lv.pending, lv.sig = step, step_signature(step)
             elif isinstance(step, (Speculate, Settle)):
                 error = ConfigurationError(
                     "a flow in a batch job asked for speculative long context; "
@@ -442,7 +458,7 @@ class JobCore:
         if result is not None:
             marked = mark_batch(result, self.prices)
             lv.outcome = BatchOutcome(item.id, item.question, result=marked)
-            self.store.results[item.id] = {"result": marked.to_dict(), "error": None}
+            self.store.results[item.id] = _summary(marked, None)
             return
         assert exc is not None
         partial = exc.partial if isinstance(exc, LongContextError) else None
@@ -452,11 +468,7 @@ class JobCore:
         lv.outcome = BatchOutcome(
             item.id, item.question, error=text, partial=partial, exception=exc
         )
-        self.store.results[item.id] = {
-            "result": None,
-            "error": text,
-            "partial": partial.to_dict() if partial is not None else None,
-        }
+        self.store.results[item.id] = _summary(partial, text)
 
     def _submit(self, waiting: Sequence[_Live]) -> Generator[Op, Any, None]:
         """Submit the waiting steps as this phase's batch (one per model when the provider
@@ -464,6 +476,7 @@ class JobCore:
         store = self.store
         store.data["phase"] += 1
         phase = int(store.data["phase"])
+        sigs = {lv.key: lv.sig for lv in waiting}
         requests = [
             BatchRequest(lv.key, lv.pending, self.model_for(lv.pending))
             for lv in waiting
@@ -480,7 +493,7 @@ class JobCore:
                 "phase": phase,
                 "state": "submitting",
                 "keys": [r.key for r in group],
-                "sigs": {r.key: step_signature(r.step) for r in group},
+                "sigs": {r.key: sigs[r.key] for r in group},
                 "submitted_at": time.time(),
             }
             store.batches.append(batch)
