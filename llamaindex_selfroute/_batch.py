@@ -86,8 +86,8 @@ class BatchJobMixin:
         *,
         backend: Any = None,
         job_file: str | os.PathLike[str] | None = None,
-        poll_interval_s: float = 30.0,
-        max_poll_interval_s: float = 300.0,
+        poll_interval_s: float | None = None,
+        max_poll_interval_s: float | None = None,
         max_attempts: int = 3,
         on_event: Callable[[BatchEvent], None] | None = None,
     ) -> BatchJob:
@@ -102,8 +102,9 @@ class BatchJobMixin:
             inputs: Questions, or ``{"question": ..., "id": ...}`` dicts.
             backend: The batch backend; by default the one for the engine's LLMs.
             job_file: Job state file: rerunning with the same file resumes.
-            poll_interval_s: First pause between polls.
-            max_poll_interval_s: Longest pause between polls.
+            poll_interval_s: First pause between polls (default: ``SELFROUTE_BATCH_POLL_S``,
+                else 30 s).
+            max_poll_interval_s: Longest pause between polls (default: 10x the first).
             max_attempts: Batches a request may be lost in before it counts as failed.
             on_event: Progress callback.
 

@@ -110,8 +110,10 @@ class BatchJob:
         flow: Build each item's flow yourself instead (``item -> generator``); ``config`` is
             then only used for prices.
         prices: Price table for batch costs (defaults to ``config.prices``).
-        poll_interval_s: First pause between polls in :meth:`wait`.
-        max_poll_interval_s: The pause grows by half each idle poll up to this.
+        poll_interval_s: First pause between polls in :meth:`wait` (default: the
+            ``SELFROUTE_BATCH_POLL_S`` environment variable, else 30 s).
+        max_poll_interval_s: The pause grows by half each idle poll up to this (default: ten
+            times ``poll_interval_s``).
         max_attempts: Batches a request may be lost in (expired, failed) before it counts as a
             failed model call (which the flow escalates as it would online).
         on_event: Called with each :class:`BatchEvent` (progress display).
@@ -127,8 +129,8 @@ class BatchJob:
         job_file: str | os.PathLike[str] | None = None,
         flow: FlowFactory | None = None,
         prices: PriceTable | None = None,
-        poll_interval_s: float = 30.0,
-        max_poll_interval_s: float = 300.0,
+        poll_interval_s: float | None = None,
+        max_poll_interval_s: float | None = None,
         max_attempts: int = 3,
         on_event: Callable[[BatchEvent], None] | None = None,
     ) -> None:
@@ -143,7 +145,11 @@ class BatchJob:
 
         self.backend = backend
         self._handler = handler
+        if poll_interval_s is None:
+            poll_interval_s = float(os.environ.get("SELFROUTE_BATCH_POLL_S") or 30.0)
         self.poll_interval_s = float(poll_interval_s)
+        if max_poll_interval_s is None:
+            max_poll_interval_s = self.poll_interval_s * 10
         self.max_poll_interval_s = max(float(max_poll_interval_s), self.poll_interval_s)
         store = JobStore(job_file, name, [(it.id, it.question) for it in self.items])
         self._core = JobCore(

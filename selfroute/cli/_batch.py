@@ -22,10 +22,6 @@ from selfroute._errors import ConfigurationError, InvalidInputError
 
 __all__ = ["job_file_for", "read_questions", "run_ask_batch"]
 
-#: Seconds between polls (first pause; it grows to 10x). Env ``SELFROUTE_BATCH_POLL_S``.
-DEFAULT_POLL_S = 30.0
-
-
 def job_file_for(questions: str | os.PathLike[str]) -> Path:
     """The job file of a questions file: ``QUESTIONS.jsonl.job.json`` beside it."""
     path = Path(questions)
@@ -105,15 +101,8 @@ def run_ask_batch(args: argparse.Namespace, session: Any, out: TextIO | None = N
     out = out if out is not None else sys.stdout
     items = read_questions(args.batch)
     job_file = job_file_for(args.batch)
-    poll = float(os.environ.get("SELFROUTE_BATCH_POLL_S") or DEFAULT_POLL_S)
     route = session.route
-    job = route.batch_job(
-        items,
-        job_file=job_file,
-        poll_interval_s=poll,
-        max_poll_interval_s=poll * 10,
-        on_event=_Progress(sys.stderr),
-    )
+    job = route.batch_job(items, job_file=job_file, on_event=_Progress(sys.stderr))
     print(f"[batch] {len(items)} questions; job file {job_file}", file=sys.stderr, flush=True)
     for note in job.notes:
         print(f"[batch] note: {note}", file=sys.stderr)
