@@ -87,7 +87,7 @@ def evaluate_batch(
     prices: PriceTable | None = None,
     backend: Any = None,
     job_file: str | os.PathLike[str] | None = None,
-    poll_interval_s: float = 0.0,
+    poll_interval_s: float | None = 0.0,
     on_event: Callable[[BatchEvent], None] | None = None,
 ) -> BatchEvalReport:
     """Run Self-Route on ``items`` as one batch job and score and price it.
@@ -100,7 +100,7 @@ def evaluate_batch(
         prices: Price table for the cost table.
         backend: A batch backend; default: the in-process one answering with the readers.
         job_file: Job state file (resumable).
-        poll_interval_s: Pause between polls.
+        poll_interval_s: Pause between polls (``None``: ``SELFROUTE_BATCH_POLL_S``, else 30 s).
         on_event: Progress callback.
     """
     lc_reader = lc_reader or reader
@@ -126,7 +126,6 @@ def evaluate_batch(
         config=cfg,
         job_file=job_file,
         poll_interval_s=poll_interval_s,
-        max_poll_interval_s=max(poll_interval_s * 10, 0.0),
         on_event=on_event,
     )
     outcomes = asyncio.run(job.aresults())
@@ -194,7 +193,7 @@ def run_batch_eval(
         prices=prices,
         backend=backend,
         job_file=out / "batch-job.json",
-        poll_interval_s=0.0 if backend is None else 30.0,
+        poll_interval_s=0.0 if backend is None else None,  # a provider: SELFROUTE_BATCH_POLL_S
         on_event=progress,
     )
     print(report.to_text())

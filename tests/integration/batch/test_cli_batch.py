@@ -102,3 +102,34 @@ def test_ask_batch_rejects_a_bad_file_and_stream(capsys: Any, tmp_path: Path) ->
         good.write_text('"What?"\n', encoding="utf-8")
         code, _, err = _ask(capsys, srv, doc, good, "--stream")
         assert code == 2 and "--stream" in err
+
+
+def test_eval_batch_with_a_model_uses_the_provider_batch_api(capsys: Any, tmp_path: Path) -> None:
+    from tests.support._loopback import last_user_text
+
+    def model(body: dict[str, Any]) -> str:
+        return "unanswerable" if "Passage:" in last_user_text(body) else "a long-context answer"
+
+    with OpenAIBatchServer(model) as srv:
+        code = main(
+            [
+                "eval",
+                "--sample",
+                "--limit",
+                "6",
+                "--model",
+                "gpt-4o-mini",
+                "--base-url",
+                srv.base_url,
+                "--batch",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                "--no-cache",
+            ]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert len(srv.created) == 2  # RAG prompts, then the long-context prompts of all six
+        assert len(srv.batch_bodies) == 12
+    assert "6 questions, 2 batches, 0 failed" in out
