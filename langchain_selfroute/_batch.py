@@ -8,15 +8,13 @@ chat model (``ChatOpenAI``: OpenAI Batch API; ``ChatGoogleGenerativeAI``: Gemini
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from langchain_selfroute._handlers import model_name, unwrap
 from selfroute import (
-    BatchEvent,
     BatchItem,
     BatchJob,
     ConfigurationError,
@@ -101,12 +99,8 @@ class BatchJobMixin:
         inputs: Iterable[Any],
         *,
         backend: Any = None,
-        job_file: str | os.PathLike[str] | None = None,
         config: RunnableConfig | None = None,
-        poll_interval_s: float | None = None,
-        max_poll_interval_s: float | None = None,
-        max_attempts: int = 3,
-        on_event: Callable[[BatchEvent], None] | None = None,
+        **options: Any,
     ) -> BatchJob:
         """Answer many questions through the provider's batch API (half the price, within 24 h).
 
@@ -119,14 +113,10 @@ class BatchJobMixin:
             inputs: Questions or ``{"question": ..., "document": ..., "id": ...}`` dicts.
             backend: The batch backend; by default the one for ``llm`` (ChatOpenAI or
                 ChatGoogleGenerativeAI, with the same base URL and key).
-            job_file: Job state file: rerunning with the same file resumes (``None``: not
-                resumable).
             config: Runnable config passed to the retriever and loaders.
-            poll_interval_s: First pause between polls (default: ``SELFROUTE_BATCH_POLL_S``,
-                else 30 s).
-            max_poll_interval_s: Longest pause between polls (default: 10x the first).
-            max_attempts: Batches a request may be lost in before it counts as failed.
-            on_event: Progress callback.
+            **options: :class:`selfroute.BatchJob` settings: ``job_file`` (rerunning with the
+                same file resumes), ``poll_interval_s``, ``max_poll_interval_s``,
+                ``max_attempts``, ``on_event``.
 
         Returns:
             The job handle; its results are :class:`selfroute.BatchOutcome` (a
@@ -145,14 +135,4 @@ class BatchJobMixin:
             _, per_call = _parse_input(value)
             return route._handler(per_call, run_config, None)
 
-        return BatchJob(
-            inputs,
-            handler=handler,
-            backend=chosen,
-            config=route.config,
-            job_file=job_file,
-            poll_interval_s=poll_interval_s,
-            max_poll_interval_s=max_poll_interval_s,
-            max_attempts=max_attempts,
-            on_event=on_event,
-        )
+        return BatchJob(inputs, handler=handler, backend=chosen, config=route.config, **options)

@@ -7,12 +7,10 @@ builds the per-question handler from the engine and picks the backend for its LL
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from selfroute import (
-    BatchEvent,
     BatchItem,
     BatchJob,
     ConfigurationError,
@@ -80,17 +78,7 @@ def batch_backend_for(llm: Any, long_context_llm: Any) -> Any:
 class BatchJobMixin:
     """Adds :meth:`batch_job` to :class:`~llamaindex_selfroute.SelfRouteQueryEngine`."""
 
-    def batch_job(
-        self,
-        inputs: Iterable[Any],
-        *,
-        backend: Any = None,
-        job_file: str | os.PathLike[str] | None = None,
-        poll_interval_s: float | None = None,
-        max_poll_interval_s: float | None = None,
-        max_attempts: int = 3,
-        on_event: Callable[[BatchEvent], None] | None = None,
-    ) -> BatchJob:
+    def batch_job(self, inputs: Iterable[Any], *, backend: Any = None, **options: Any) -> BatchJob:
         """Answer many questions through the provider's batch API (half the price, within 24 h).
 
         Phase 1 sends every RAG prompt as one batch, phase 2 the long-context prompts of the
@@ -101,12 +89,9 @@ class BatchJobMixin:
         Args:
             inputs: Questions, or ``{"question": ..., "id": ...}`` dicts.
             backend: The batch backend; by default the one for the engine's LLMs.
-            job_file: Job state file: rerunning with the same file resumes.
-            poll_interval_s: First pause between polls (default: ``SELFROUTE_BATCH_POLL_S``,
-                else 30 s).
-            max_poll_interval_s: Longest pause between polls (default: 10x the first).
-            max_attempts: Batches a request may be lost in before it counts as failed.
-            on_event: Progress callback.
+            **options: :class:`selfroute.BatchJob` settings: ``job_file`` (rerunning with the
+                same file resumes), ``poll_interval_s``, ``max_poll_interval_s``,
+                ``max_attempts``, ``on_event``.
 
         Returns:
             The job handle; its results are :class:`selfroute.BatchOutcome`.
@@ -121,14 +106,4 @@ class BatchJobMixin:
         def handler(item: BatchItem) -> Any:
             return engine._handler(QueryBundle(item.question))
 
-        return BatchJob(
-            inputs,
-            handler=handler,
-            backend=chosen,
-            config=engine.config,
-            job_file=job_file,
-            poll_interval_s=poll_interval_s,
-            max_poll_interval_s=max_poll_interval_s,
-            max_attempts=max_attempts,
-            on_event=on_event,
-        )
+        return BatchJob(inputs, handler=handler, backend=chosen, config=engine.config, **options)

@@ -8,23 +8,19 @@ name is recovered by listing the jobs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from selfroute._batch._common import REFUSED, STRUCTURED_SUFFIX, reply_generation, structured_form
 from selfroute._batch._protocol import BatchPoll, BatchReply, BatchRequest, BatchState
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute._flow import Generate, Generation
 from selfroute._result import Stage
-from selfroute._structured import load_structured
 from selfroute._usage import Usage
 
 __all__ = ["GeminiBatchBackend"]
 
-STRUCTURED_SUFFIX = "~json"
 FIND_SCAN = 2000
-#: Status codes of a create call the server refused (nothing was created).
-_REFUSED = (400, 401, 403, 404, 405, 422, 501)
 
 _STATES = {
     "JOB_STATE_UNSPECIFIED": BatchState.PENDING,
@@ -74,15 +70,7 @@ def response_generation(response: Any, structured: bool) -> Generation:
                 total_tokens=meta.total_token_count or None,
                 cached_input_tokens=meta.cached_content_token_count or 0,
             )
-    model = getattr(response, "model_version", None)
-    if structured:
-        obj = load_structured(text)
-        if obj is not None:
-            return Generation(json.dumps(obj, ensure_ascii=False), usage, model, structured=obj)
-        return Generation(
-            text, usage, model, structured_error="the model returned no structured object"
-        )
-    return Generation(text, usage, model)
+    return reply_generation(text, usage, getattr(response, "model_version", None), structured)
 
 
 class GeminiBatchBackend:
@@ -144,16 +132,11 @@ class GeminiBatchBackend:
         step = request.step
         config: dict[str, Any] = dict(self.options)
         prompt, key = step.prompt, request.key
-        if step.structured is not None:
-            if self.structured:
-                prompt, key = step.structured.prompt, key + STRUCTURED_SUFFIX
-                config["response_mime_type"] = "application/json"
-                config["response_json_schema"] = dict(step.structured.schema)
-            elif step.structured.required:
-                raise ConfigurationError(
-                    f"the {self.name} batch backend was built with structured=False but the "
-                    "flow requires structured verdicts"
-                )
+        form = structured_form(step, self.structured, self.name)
+        if form is not None:
+            prompt, key = form.prompt, key + STRUCTURED_SUFFIX
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = dict(form.schema)
         out: dict[str, Any] = {
             "contents": [{"role": "user", "parts": [{"text": prompt}]}],
             "metadata": {"key": key},
@@ -217,7 +200,7 @@ class GeminiBatchBackend:
             )
         except Exception as exc:
             found = None
-            if getattr(exc, "code", None) not in _REFUSED:  # created although it failed?
+            if getattr(exc, "code", None) not in REFUSED:  # created although it failed?
                 try:
                     found = self.find(token)
                 except Exception:
@@ -258,7 +241,7 @@ class GeminiBatchBackend:
             )
         except Exception as exc:
             found = None
-            if getattr(exc, "code", None) not in _REFUSED:
+            if getattr(exc, "code", None) not in REFUSED:
                 try:
                     found = await self.afind(token)
                 except Exception:

@@ -12,19 +12,22 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from selfroute._batch._common import (
+    REFUSED,
+    STRUCTURED_SUFFIX,
+    reply_generation,
+    structured_form,
+)
 from selfroute._batch._protocol import BatchPoll, BatchReply, BatchRequest, BatchState
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute._flow import Generate, Generation
 from selfroute._result import Stage
-from selfroute._structured import load_structured
 from selfroute._usage import Usage
 
 __all__ = ["OpenAIBatchBackend"]
 
 ENDPOINT = "/v1/chat/completions"
 TOKEN_KEY = "selfroute_token"
-#: Appended to the custom id of a request sent with a JSON schema (its reply is an object).
-STRUCTURED_SUFFIX = "~json"
 #: How many recent batches :meth:`OpenAIBatchBackend.find` looks through.
 FIND_SCAN = 2000
 
@@ -73,15 +76,7 @@ def completion_generation(body: Mapping[str, Any], structured: bool = False) -> 
             total_tokens=raw.get("total_tokens"),
             cached_input_tokens=int(cached) if cached is not None else None,
         )
-    model = body.get("model")
-    if structured:
-        obj = load_structured(text)
-        if obj is not None:
-            return Generation(json.dumps(obj, ensure_ascii=False), usage, model, structured=obj)
-        return Generation(
-            text, usage, model, structured_error="the model returned no structured object"
-        )
-    return Generation(text, usage, model)
+    return reply_generation(text, usage, body.get("model"), structured)
 
 
 class OpenAIBatchBackend:
@@ -169,21 +164,13 @@ class OpenAIBatchBackend:
         step = request.step
         body: dict[str, Any] = {"model": request.model, **self.options}
         prompt = step.prompt
-        if step.structured is not None:
-            if self.structured:
-                prompt = step.structured.prompt
-                body["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": step.structured.name,
-                        "schema": dict(step.structured.schema),
-                    },
-                }
-            elif step.structured.required:
-                raise ConfigurationError(
-                    f"the {self.name} batch backend was built with structured=False but the "
-                    "flow requires structured verdicts"
-                )
+        form = structured_form(step, self.structured, self.name)
+        if form is not None:
+            prompt = form.prompt
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": form.name, "schema": dict(form.schema)},
+            }
         body["messages"] = [{"role": "user", "content": prompt}]
         custom_id = request.key + (STRUCTURED_SUFFIX if "response_format" in body else "")
         return {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body}
@@ -263,7 +250,7 @@ class OpenAIBatchBackend:
 
     def _find_after(self, exc: Exception, token: str) -> str | None:
         """The batch the provider created although creating it failed, if any."""
-        if getattr(exc, "status_code", None) in (400, 401, 403, 404, 405, 422, 501):
+        if getattr(exc, "status_code", None) in REFUSED:
             return None  # refused: nothing was created
         try:
             return self.find(token)
@@ -314,7 +301,7 @@ class OpenAIBatchBackend:
             )
         except Exception as exc:
             found = None
-            if getattr(exc, "status_code", None) not in (400, 401, 403, 404, 405, 422, 501):
+            if getattr(exc, "status_code", None) not in REFUSED:
                 try:
                     found = await self.afind(token)
                 except Exception:

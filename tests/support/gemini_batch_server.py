@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support._batch_common import complete
+from tests.support._batch_common import complete, serve_api
 from tests.support._loopback import _Handler, serve_main
 from tests.support.gemini_server import ScriptedGeminiServer
 
@@ -78,26 +78,19 @@ class GeminiBatchServer(ScriptedGeminiServer):
         if not (create or other):
             super()._dispatch(handler, method)
             return
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
-        try:
-            with self._batch_lock:
-                if create and method == "POST":
-                    status, payload = 200, self._create(create["model"], json.loads(raw or b"{}"))
-                elif other and other["id"] and other["cancel"] and method == "POST":
-                    status, payload = 200, self._cancel(other["id"])
-                elif other and other["id"] and method == "GET":
-                    status, payload = 200, self._get(other["id"])
-                elif other and not other["id"] and method == "GET":
-                    status, payload = 200, self._list(parse_qs(urlsplit(handler.path).query))
-                else:
-                    status, payload = 404, self.error_body(404, f"no route {method} {path}")
-        except KeyError as exc:
-            status, payload = 404, self.error_body(404, f"no such batch: {exc}")
-        except Exception as exc:  # a bug here must show up as an HTTP error, not a hang
-            self.errors.append(exc)
-            status, payload = 500, self.error_body(500, f"{type(exc).__name__}: {exc}")
-        handler.send_json(status, payload)
+
+        def call(raw: bytes) -> tuple[int, Any]:
+            if create and method == "POST":
+                return 200, self._create(create["model"], json.loads(raw or b"{}"))
+            if other and other["id"] and other["cancel"] and method == "POST":
+                return 200, self._cancel(other["id"])
+            if other and other["id"] and method == "GET":
+                return 200, self._get(other["id"])
+            if other and not other["id"] and method == "GET":
+                return 200, self._list(parse_qs(urlsplit(handler.path).query))
+            return 404, self.error_body(404, f"no route {method} {path}")
+
+        serve_api(self, handler, self._batch_lock, call)
 
     def _create(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         batch = body.get("batch") or {}

@@ -31,7 +31,7 @@ from email.parser import BytesParser
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support._batch_common import complete
+from tests.support._batch_common import complete, serve_api
 from tests.support._loopback import _Handler, serve_main
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -84,26 +84,10 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
         if not (path.startswith("/v1/files") or path.startswith("/v1/batches")):
             super()._dispatch(handler, method)
             return
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
         parts = path.split("/")[2:]  # ["files", id, "content"] / ["batches", id, "cancel"]
-        try:
-            with self._batch_lock:
-                status, payload = self._api(handler, method, parts, raw)
-        except KeyError as exc:
-            status, payload = 404, self.error_body(404, f"no such object: {exc}")
-        except Exception as exc:  # a bug here must show up as an HTTP error, not a hang
-            self.errors.append(exc)
-            status, payload = 500, self.error_body(500, f"{type(exc).__name__}: {exc}")
-        if isinstance(payload, bytes) and status == 200:
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/octet-stream")
-            handler.send_header("Content-Length", str(len(payload)))
-            handler.end_headers()
-            handler.wfile.write(payload)
-            handler.wfile.flush()
-            return
-        handler.send_json(status, payload)
+        serve_api(
+            self, handler, self._batch_lock, lambda raw: self._api(handler, method, parts, raw)
+        )
 
     def _api(self, handler: _Handler, method: str, parts: list[str], raw: bytes) -> tuple[int, Any]:
         kind, rest = parts[0], parts[1:]
