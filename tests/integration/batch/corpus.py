@@ -96,3 +96,10 @@ def comparable(result: Any) -> dict[str, Any]:
         steps.append(step)
     data["steps"] = steps
     return data
+
+
+def online(route: Any, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{id: comparable result}`` of the same questions run online (``route.batch``)."""
+    plain = [{"question": i["question"], "document": i["document"]} for i in items]
+    outs = route.batch(plain, config={"max_concurrency": 8})
+    return {i["id"]: comparable(o.result) for i, o in zip(items, outs, strict=True)}

@@ -11,6 +11,7 @@ import pytest
 from langchain_selfroute import SelfRoute
 from selfroute import ConfigurationError, GeminiBatchBackend, OpenAIBatchBackend
 from tests.integration.batch.corpus import comparable, inputs, respond
+from tests.integration.batch.corpus import online as run_online
 from tests.support.clients import chat_google, chat_openai
 from tests.support.gemini_batch_server import GeminiBatchServer
 from tests.support.gemini_server import ScriptedGeminiServer
@@ -32,12 +33,6 @@ def _route(srv: Any) -> SelfRoute:
     return SelfRoute(llm=make(srv), long_context_llm=make(srv, model=big), k=2, chunk_words=60)
 
 
-def _online(route: SelfRoute, items: list[dict[str, Any]]) -> dict[str, Any]:
-    plain = [{"question": i["question"], "document": i["document"]} for i in items]
-    outs = route.batch(plain, config={"max_concurrency": 8})
-    return {i["id"]: comparable(o.result) for i, o in zip(items, outs, strict=True)}
-
-
 def _input_ids(srv: OpenAIBatchServer, batch_id: str) -> list[str]:
     return [line["custom_id"] for line in srv._state[batch_id]["lines"]]
 
@@ -47,7 +42,7 @@ def test_expired_batch_retries_only_the_requests_it_did_not_run(
 ) -> None:
     items = inputs(12)
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
     server.expire_next, server.expire_keep = 1, 5
     kinds: list[str] = []
     job = route.batch_job(
@@ -69,7 +64,7 @@ def test_expired_batch_retries_only_the_requests_it_did_not_run(
 def test_failed_batch_is_resubmitted_whole(server: OpenAIBatchServer) -> None:
     items = inputs(8)
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
     server.fail_next = 1
     outcomes = route.batch_job(items, poll_interval_s=0.01).results()
     assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
@@ -94,7 +89,7 @@ def test_gemini_expired_job_is_retried(tmp_path: Any) -> None:
     with GeminiBatchServer(respond) as srv:
         items = inputs(10)
         route = _route(srv)
-        online = _online(route, items)
+        online = run_online(route, items)
         srv.expire_next, srv.expire_keep = 1, 4
         outcomes = route.batch_job(items, poll_interval_s=0.01).results()
         assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
@@ -130,7 +125,7 @@ def test_a_create_call_that_fails_after_creating_is_not_paid_twice(
 ) -> None:
     items = inputs(6)
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
 
     def fail_after_creating(batch: dict[str, Any]) -> None:
         server.on_create = None

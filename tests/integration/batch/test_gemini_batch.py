@@ -10,6 +10,7 @@ import pytest
 from langchain_selfroute import SelfRoute
 from selfroute import Route
 from tests.integration.batch.corpus import comparable, inputs, respond
+from tests.integration.batch.corpus import online as run_online
 from tests.support.clients import chat_google
 from tests.support.gemini_batch_server import GeminiBatchServer
 
@@ -31,16 +32,10 @@ def _route(srv: GeminiBatchServer, **kw: Any) -> SelfRoute:
     )
 
 
-def _online(route: SelfRoute, items: list[dict[str, Any]]) -> dict[str, Any]:
-    plain = [{"question": i["question"], "document": i["document"]} for i in items]
-    outs = route.batch(plain, config={"max_concurrency": 8})
-    return {i["id"]: comparable(o.result) for i, o in zip(items, outs, strict=True)}
-
-
-def test_200_questions_two_phases_match_online(server: GeminiBatchServer, tmp_path: Any) -> None:
+def test_200_questions_two_phases_matchonline(server: GeminiBatchServer, tmp_path: Any) -> None:
     items = inputs()
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
     job = route.batch_job(items, job_file=tmp_path / "job.json", poll_interval_s=0.01)
     outcomes = job.results()
     assert len(server.created) == 2  # phase 1 (flash), phase 2 (pro): one job each
@@ -50,10 +45,10 @@ def test_200_questions_two_phases_match_online(server: GeminiBatchServer, tmp_pa
     assert sum(o.result.route is Route.LONG_CONTEXT for o in outcomes if o.result) > 50
 
 
-async def test_async_and_structured_match_online(server: GeminiBatchServer) -> None:
+async def test_async_and_structured_matchonline(server: GeminiBatchServer) -> None:
     items = inputs(20)
     route = _route(server, verdict="structured")
-    online = _online(route, items)
+    online = run_online(route, items)
     outcomes = await route.batch_job(items, poll_interval_s=0.01).aresults()
     assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
     rag = [b for b in server.batch_bodies if "responseJsonSchema" in b.get("generationConfig", {})]

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.batch.corpus import comparable, inputs, respond
+from tests.integration.batch.corpus import inputs, respond
+from tests.integration.batch.corpus import online as online_results
 from tests.support.gemini_batch_server import GeminiBatchServer
 from tests.support.openai_batch_server import OpenAIBatchServer
 
@@ -36,10 +37,7 @@ def online() -> dict[str, Any]:
             k=2,
             chunk_words=60,
         )
-        items = inputs(COUNT)
-        plain = [{"question": i["question"], "document": i["document"]} for i in items]
-        outs = route.batch(plain, config={"max_concurrency": 8})
-        return {i["id"]: comparable(o.result) for i, o in zip(items, outs, strict=True)}
+        return online_results(route, inputs(COUNT))
 
 
 def _start(srv: Any, tmp: Path, provider: str, kill_at: str | None) -> subprocess.Popen[bytes]:

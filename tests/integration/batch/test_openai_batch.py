@@ -11,6 +11,7 @@ import pytest
 from langchain_selfroute import SelfRoute
 from selfroute import BatchJob, OpenAIBatchBackend, PriceTable, Reason, Route
 from tests.integration.batch.corpus import comparable, inputs, respond
+from tests.integration.batch.corpus import online as run_online
 from tests.support.clients import chat_openai
 from tests.support.openai_batch_server import OpenAIBatchServer
 
@@ -32,16 +33,10 @@ def _route(srv: OpenAIBatchServer, **kw: Any) -> SelfRoute:
     )
 
 
-def _online(route: SelfRoute, items: list[dict[str, Any]]) -> dict[str, Any]:
-    plain = [{"question": i["question"], "document": i["document"]} for i in items]
-    outs = route.batch(plain, config={"max_concurrency": 8})
-    return {i["id"]: comparable(o.result) for i, o in zip(items, outs, strict=True)}
-
-
-def test_200_questions_two_phases_match_online(server: OpenAIBatchServer, tmp_path: Any) -> None:
+def test_200_questions_two_phases_matchonline(server: OpenAIBatchServer, tmp_path: Any) -> None:
     items = inputs()
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
     assert server.created == []  # the online run made no batch
 
     events: list[str] = []
@@ -70,10 +65,10 @@ def test_200_questions_two_phases_match_online(server: OpenAIBatchServer, tmp_pa
     assert events.count("submitted") == 2 and events[-1] == "finished"
 
 
-async def test_async_handle_matches_online(server: OpenAIBatchServer) -> None:
+async def test_async_handle_matchesonline(server: OpenAIBatchServer) -> None:
     items = inputs(30)
     route = _route(server)
-    online = _online(route, items)
+    online = run_online(route, items)
     job = route.batch_job(items, poll_interval_s=0.01)
     status = await job.astatus()
     assert status.phase == 1 and status.waiting == 30 and not status.finished
@@ -87,7 +82,7 @@ def test_policies_run_unchanged_k_ladder_and_budget(server: OpenAIBatchServer) -
 
     items = inputs(25)
     route = _route(server, k=1, k_ladder=(3,))
-    online = _online(route, items)
+    online = run_online(route, items)
     job = route.batch_job(items, poll_interval_s=0.01)
     outcomes = job.results()
     assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
@@ -103,10 +98,10 @@ def test_policies_run_unchanged_k_ladder_and_budget(server: OpenAIBatchServer) -
     assert len(lc) == 3 and over
 
 
-def test_structured_verdicts_in_a_batch_match_online(server: OpenAIBatchServer) -> None:
+def test_structured_verdicts_in_a_batch_matchonline(server: OpenAIBatchServer) -> None:
     items = inputs(20)
     route = _route(server, verdict="structured")
-    online = _online(route, items)
+    online = run_online(route, items)
     outcomes = route.batch_job(items, poll_interval_s=0.01).results()
     assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
     sent = [b for b in server.batch_bodies if b["model"] == "gpt-4o-mini"]
