@@ -130,9 +130,7 @@ class BatchJobMixin:
 
         def handler(item: BatchItem) -> Any:
             value = item.payload if item.payload is not None else item.question
-            if isinstance(value, dict):  # the job's own "id" is not a SelfRoute input key
-                value = {k: v for k, v in value.items() if k != "id"}
-            _, per_call = _parse_input(value)
+            _, per_call, _ = _parse_input(value, route.question_key)
             return route._handler(per_call, run_config, None)
 
         return BatchJob(inputs, handler=handler, backend=chosen, config=route.config, **options)

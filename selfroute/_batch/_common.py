@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from selfroute._errors import ConfigurationError
+from selfroute._faults import normalize_finish_reason
 from selfroute._flow import Generate, Generation, StructuredRequest
 from selfroute._structured import load_structured
 from selfroute._usage import Usage
@@ -38,13 +39,21 @@ def structured_form(step: Generate, enabled: bool, backend: str) -> StructuredRe
     return None
 
 
-def reply_generation(text: str, usage: Usage | None, model: Any, structured: bool) -> Generation:
+def reply_generation(
+    text: str, usage: Usage | None, model: Any, structured: bool, finish_reason: Any = None
+) -> Generation:
     """A :class:`~selfroute.Generation` from a reply's text (an object when it answers a
-    structured request; a reply that holds none keeps its text and says so)."""
+    structured request; a reply that holds none keeps its text and says so), with the
+    provider's finish reason in the core's words."""
     name = str(model) if model else None
+    finish = normalize_finish_reason(finish_reason)
     if not structured:
-        return Generation(text, usage, name)
+        return Generation(text, usage, name, finish_reason=finish)
     obj = load_structured(text)
     if obj is not None:
-        return Generation(json.dumps(obj, ensure_ascii=False), usage, name, structured=obj)
-    return Generation(text, usage, name, structured_error="the model returned no structured object")
+        text, error = json.dumps(obj, ensure_ascii=False), None
+    else:
+        error = "the model returned no structured object"
+    return Generation(
+        text, usage, name, structured=obj, structured_error=error, finish_reason=finish
+    )

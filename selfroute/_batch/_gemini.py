@@ -54,7 +54,9 @@ def _state_name(job: Any) -> str:
 def response_generation(response: Any, structured: bool) -> Generation:
     """A :class:`~selfroute.Generation` from a ``GenerateContentResponse``."""
     text = ""
+    finish = None
     for candidate in (getattr(response, "candidates", None) or [])[:1]:
+        finish = getattr(candidate, "finish_reason", None)
         content = getattr(candidate, "content", None)
         parts = getattr(content, "parts", None) or []
         text = "".join(p.text for p in parts if getattr(p, "text", None) and not p.thought)
@@ -70,7 +72,8 @@ def response_generation(response: Any, structured: bool) -> Generation:
                 total_tokens=meta.total_token_count or None,
                 cached_input_tokens=meta.cached_content_token_count or 0,
             )
-    return reply_generation(text, usage, getattr(response, "model_version", None), structured)
+    model = getattr(response, "model_version", None)
+    return reply_generation(text, usage, model, structured, finish)
 
 
 class GeminiBatchBackend:

@@ -76,7 +76,8 @@ def completion_generation(body: Mapping[str, Any], structured: bool = False) -> 
             total_tokens=raw.get("total_tokens"),
             cached_input_tokens=int(cached) if cached is not None else None,
         )
-    return reply_generation(text, usage, body.get("model"), structured)
+    finish = choices[0].get("finish_reason")
+    return reply_generation(text, usage, body.get("model"), structured, finish)
 
 
 class OpenAIBatchBackend:

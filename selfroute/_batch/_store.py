@@ -48,6 +48,7 @@ def generation_to_dict(gen: Generation) -> dict[str, Any]:
         "model": gen.model,
         "structured": dict(gen.structured) if gen.structured is not None else None,
         "structured_error": gen.structured_error,
+        "finish_reason": gen.finish_reason,
     }
 
 
@@ -70,6 +71,7 @@ def generation_from_dict(data: Mapping[str, Any]) -> Generation:
         model=data.get("model"),
         structured=structured if isinstance(structured, Mapping) else None,
         structured_error=data.get("structured_error"),
+        finish_reason=data.get("finish_reason"),
     )
 
 

@@ -8,11 +8,12 @@ from enum import Enum
 
 from selfroute._budget import LongContextBudget
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
-from selfroute._errors import ConfigurationError, InvalidInputError
+from selfroute._errors import ConfigurationError
 from selfroute._fitting import OverflowStrategy
 from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
+from selfroute._question import validate_question
 from selfroute._structured import VerdictMode
 from selfroute._tokens import TokenCounter, default_token_counter
 from selfroute._verdict import strip_reasoning
@@ -166,18 +167,6 @@ class RouteConfig:
     def rungs(self) -> tuple[int, ...]:
         """The retrieval sizes the RAG step tries, in order: ``(k, *k_ladder)``."""
         return (self.k, *self.k_ladder)
-
-
-def validate_question(question: object) -> str:
-    """Return the question stripped, or raise :class:`~selfroute.InvalidInputError`."""
-    if isinstance(question, bytes):
-        raise InvalidInputError("question must be str, got bytes; decode it first")
-    if not isinstance(question, str):
-        raise InvalidInputError(f"question must be a string, got {type(question).__name__}")
-    q = question.strip()
-    if not q:
-        raise InvalidInputError("question is empty or whitespace only")
-    return q
 
 
 def clean_answer(text: str) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import hashlib
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,6 +81,24 @@ def _collection_names(client: Any, location: str) -> set[str]:
         raise StoreError(f"cannot list collections at {location}: {exc}") from exc
 
 
+def _drop_cached_system(client: Any) -> None:
+    """Forget Chroma's process-wide system for ``client``'s folder if other clients still hold it.
+
+    Chroma shares one system (and its in-memory vector index) between all clients of a folder in
+    a process; it is stale too, so the next client must build a new one. The other clients look
+    the system up by folder on every call and move to the new one; the old one is not stopped
+    (a call of theirs may be running on it) and is freed when nothing uses it.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = client._identifier
+        # the refcount stays: the other clients' close() still balances it
+        SharedSystemClient._identifier_to_system.pop(identifier, None)
+    except Exception:  # another chromadb layout: the reopen is best effort
+        return
+
+
 class StoreConnection:
     """One Chroma client and a selfroute collection pair, opened once and held.
 
@@ -115,6 +134,8 @@ class StoreConnection:
             raise ConfigurationError(f"chunk_words must be a positive integer, got {chunk_words!r}")
         self._requested_chunk_words = chunk_words
         self._client = client
+        self._own_client = client is None
+        self._seen: str | None = None
         self._factory = embedding_factory
         self._chunks: Any = None
         self._documents: Any = None
@@ -292,6 +313,39 @@ class StoreConnection:
             except Exception:  # the documents collection may not exist
                 pass
             client.delete_collection(name)
+
+    def note_committed(self, ids: Sequence[str]) -> bool:
+        """Record the committed document ids just read; reopen when another process changed them.
+
+        An embedded ``PersistentClient`` keeps its vector index in memory: documents another
+        process indexes afterwards are in the database (their records are read fresh) but not
+        in this client's nearest-neighbour index, so dense retrieval would miss them, or return
+        chunks of a document since rewritten. A change in the committed ids that this process
+        did not write itself (see :meth:`forget_committed`) closes the client and reopens the
+        collections from disk. A Chroma server, or a client the caller gave, is not reopened.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        digest = hashlib.sha256("\n".join(ids).encode("utf-8", "surrogatepass")).hexdigest()
+        previous, self._seen = self._seen, digest
+        if previous is None or previous == digest or not self._own_client or self.chroma_url:
+            return False
+        self._reopen()
+        return True
+
+    def forget_committed(self) -> None:
+        """This process changed the committed ids itself (its client's view is current)."""
+        self._seen = None
+
+    def _reopen(self) -> None:
+        client, self._client = self._client, None
+        self._chunks = self._documents = None
+        if client is not None:
+            with contextlib.suppress(Exception), quiet_chroma():
+                client.close()  # releases the cached system, so the next client loads from disk
+            _drop_cached_system(client)
+        self.open()
 
     @property
     def embedding(self) -> EmbeddingChoice:

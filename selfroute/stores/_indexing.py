@@ -73,6 +73,8 @@ class IndexReport:
         seconds: Wall time.
         bm25_rebuilt: Whether the BM25 index was rebuilt.
         orphan_chunks_removed: Chunks left by an interrupted run and deleted.
+        not_pruned: Paths given with ``prune=True`` that do not exist or cannot be read (an
+            unmounted share, a moved folder): nothing under them was removed.
     """
 
     files: int = 0
@@ -86,6 +88,7 @@ class IndexReport:
     seconds: float = 0.0
     bm25_rebuilt: bool = False
     orphan_chunks_removed: int = 0
+    not_pruned: list[str] = field(default_factory=list)
 
     @property
     def indexed(self) -> int:
@@ -111,7 +114,18 @@ class IndexReport:
             "seconds": self.seconds,
             "bm25_rebuilt": self.bm25_rebuilt,
             "orphan_chunks_removed": self.orphan_chunks_removed,
+            "not_pruned": list(self.not_pruned),
         }
+
+
+def _readable(root: Path) -> bool:
+    """Whether ``root`` exists and can be listed (a folder) or read (a file)."""
+    try:
+        if root.is_dir():
+            return os.access(root, os.R_OK | os.X_OK)
+        return root.is_file() and os.access(root, os.R_OK)
+    except OSError:
+        return False
 
 
 class Indexer:
@@ -186,7 +200,13 @@ class Indexer:
         seen: set[str],
         report: IndexReport,
     ) -> None:
-        roots = [Path(os.path.abspath(p)) for p in paths]
+        roots = []
+        for given in paths:
+            root = Path(os.path.abspath(given))
+            if _readable(root):
+                roots.append(root)
+            else:  # missing or unreadable: its files cannot be told apart from deleted ones
+                report.not_pruned.append(str(root))
         for path, doc_ids in sorted(by_path.items()):
             p = Path(path)
             under = any(p == r or r in p.parents for r in roots)
@@ -197,6 +217,7 @@ class Indexer:
 
     def _finish(self, report: IndexReport, prune: bool) -> None:
         """Rebuild BM25 after a change (or when none is saved) and sweep orphan chunks."""
+        self._conn.forget_committed()  # our own writes: this client's view is current
         committed = self._reader.committed_ids()
         if report.changed or prune or not self._lexical.is_saved(committed):
             _, orphans = self._lexical.rebuild(committed)

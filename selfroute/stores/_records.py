@@ -105,7 +105,9 @@ class StoreReader:
         ids: list[str] = []
         for page in _pages(documents, []):
             ids.extend(page.get("ids") or [])
-        return sorted(ids)
+        ids.sort()
+        self._conn.note_committed(ids)  # another process indexed: reopen to see its vectors
+        return ids
 
     def iter_chunks(self, include_text: bool) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         """``(chunk_id, metadata, text or None)`` of every chunk record, committed or not."""
