@@ -347,6 +347,7 @@ class JobCore:
         if not self.recovered:
             yield from self.recover()
         if self.store.data.get("cancelled"):
+            self._end_unfinished()
             return self.status()
         for batch in list(self.store.open_batches()):
             poll: BatchPoll = yield Poll(batch["id"])
@@ -541,16 +542,20 @@ class JobCore:
                 message=f"{retry} requests of batch {batch['id']} go into the next batch",
             )
 
+    def _end_unfinished(self) -> None:
+        """End every unfinished item of a cancelled job with an error."""
+        for lv in self.live.values():
+            if lv.outcome is None:
+                lv.outcome = BatchOutcome(
+                    lv.item.id, lv.item.question, error="BatchCancelled: the job was cancelled"
+                )
+
     def cancel(self) -> Generator[Op, Any, None]:
         """Cancel the open batches and stop the job."""
         for batch in self.store.open_batches():
             if batch.get("id"):
                 yield Cancel(batch["id"])
         self.store.data["cancelled"] = True
-        for lv in self.live.values():
-            if lv.outcome is None:
-                lv.outcome = BatchOutcome(
-                    lv.item.id, lv.item.question, error="BatchCancelled: the job was cancelled"
-                )
+        self._end_unfinished()
         self.store.save()
         self.emit("cancelled", phase=int(self.store.data["phase"]), message="job cancelled")

@@ -4,7 +4,8 @@ and in a batch (the responder only reads the prompt).
 The RAG step answers when the asked fact is in its passage and the fact's number is not a
 multiple of 3 (those decline, so phase 2 has work); the long-context step answers from the
 document, except facts numbered 7 mod 50 (an abstention). Questions numbered 11 mod 50 get an
-HTTP 500 on their RAG step (a per-request error: escalated to long context, as online).
+HTTP 500 on their RAG step (a per-request error: escalated to long context, as online); those
+numbered 23 mod 50 get a RAG answer cut short (``finish_reason`` ``length``: truncated).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def respond(body: dict[str, Any]) -> Reply | str:
         return "unanswerable" if n % 50 == 7 else f"AC-{code(n)}"
     if n % 50 == 11:
         return Reply("scripted outage", kind="error", status=500)
+    if n % 50 == 23:  # cut short by the token limit: not a verdict, escalated as online
+        return Reply(f"AC-{code(n)[:2]}", finish_reason="length")
     ok = fact in user and n % 3 != 0
     if structured:
         return (

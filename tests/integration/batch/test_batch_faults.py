@@ -117,6 +117,7 @@ def test_cancel_stops_the_job_and_a_rerun_submits_nothing(
     assert all(not o.ok and "cancelled" in (o.error or "") for o in outcomes)
     again = _route(server).batch_job(items, job_file=tmp_path / "j.json", poll_interval_s=0.01)
     assert again.status().cancelled
+    assert [o.error for o in again.results()] == [o.error for o in outcomes]
     assert len(server.created) == 1
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from langchain_selfroute import SelfRoute
-from selfroute import Route
+from selfroute import Reason, Route
 from tests.integration.batch.corpus import comparable, inputs, respond
 from tests.integration.batch.corpus import online as run_online
 from tests.support.clients import chat_google
@@ -43,6 +43,7 @@ def test_200_questions_two_phases_matchonline(server: GeminiBatchServer, tmp_pat
     assert models == ["models/gemini-2.5-flash", "models/gemini-2.5-pro"]
     assert {o.id: comparable(o.result) for o in outcomes if o.result} == online
     assert sum(o.result.route is Route.LONG_CONTEXT for o in outcomes if o.result) > 50
+    assert any(o.result.reason is Reason.TRUNCATED for o in outcomes if o.result)
 
 
 async def test_async_and_structured_matchonline(server: GeminiBatchServer) -> None:
