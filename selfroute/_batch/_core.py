@@ -52,6 +52,9 @@ __all__ = [
 
 FlowFactory = Callable[["BatchItem"], Generator[Step, Any, RouteResult]]
 
+#: Bytes a request line adds to its prompt (JSON envelope, model, options), for the size limit.
+_REQUEST_OVERHEAD = 512
+
 SPECULATION_NOTE = (
     "speculative long context (speculate_below) is off in batch runs: every phase waits for "
     "its batch anyway, so starting the long-context call early saves no time and only pays "
@@ -243,10 +246,50 @@ class _Live:
         return f"{self.item.id}#{self.count}"
 
 
-def _summary(result: RouteResult | None, error: str | None) -> dict[str, Any]:
+def split(
+    group: list[BatchRequest], limits: tuple[int | None, int | None]
+) -> list[list[BatchRequest]]:
+    """``group`` in parts within a provider's ``(max_requests, max_bytes)`` per batch."""
+    max_requests, max_bytes = limits
+    parts: list[list[BatchRequest]] = [[]]
+    size = 0
+    for req in group:
+        cost = len(req.step.prompt.encode()) + _REQUEST_OVERHEAD
+        if req.step.structured is not None:
+            cost += len(req.step.structured.prompt.encode())
+        full = max_requests is not None and len(parts[-1]) >= max_requests
+        if parts[-1] and (full or (max_bytes is not None and size + cost > max_bytes)):
+            parts.append([])
+            size = 0
+        parts[-1].append(req)
+        size += cost
+    return parts
+
+
+def outcome_of(
+    item: BatchItem,
+    prices: PriceTable | None,
+    *,
+    result: RouteResult | None = None,
+    exc: BaseException | None = None,
+) -> BatchOutcome:
+    """The outcome of a finished flow: its result, or its error (and partial result), with every
+    step marked as batched and priced at the batch rate."""
+    if result is not None:
+        return BatchOutcome(item.id, item.question, result=mark_batch(result, prices))
+    assert exc is not None
+    partial = exc.partial if isinstance(exc, LongContextError) else None
+    if partial is not None:
+        partial = mark_batch(partial, prices)
+    text = _error_text(exc)
+    return BatchOutcome(item.id, item.question, error=text, partial=partial, exception=exc)
+
+
+def _summary(outcome: BatchOutcome) -> dict[str, Any]:
     """What the job file keeps of a finished item (the full result is rebuilt by replaying its
     flow from the recorded answers)."""
-    out: dict[str, Any] = {"error": error}
+    out: dict[str, Any] = {"error": outcome.error}
+    result = outcome.result or outcome.partial
     if result is not None:
         out.update(
             answer=result.answer,
@@ -277,6 +320,8 @@ class JobCore:
             counts as a failed call.
         on_event: Progress callback.
         notes: Notes for the status.
+        limits: The provider's ``(max_requests, max_bytes)`` per batch (``None``: no limit): a
+            phase larger than that goes out as several batches.
     """
 
     def __init__(
@@ -292,6 +337,7 @@ class JobCore:
         max_attempts: int = 3,
         on_event: Callable[[BatchEvent], None] | None = None,
         notes: Sequence[str] = (),
+        limits: tuple[int | None, int | None] = (None, None),
     ) -> None:
         if not isinstance(max_attempts, int) or max_attempts < 1:
             raise ConfigurationError(f"max_attempts must be >= 1, got {max_attempts!r}")
@@ -305,6 +351,7 @@ class JobCore:
         self.max_attempts = max_attempts
         self.on_event = on_event
         self.notes = tuple(notes)
+        self.limits = limits
         self.live: dict[str, _Live] = {}
         self.recovered = False
 
@@ -430,10 +477,12 @@ class JobCore:
             try:
                 step = lv.flow.throw(error) if error is not None else lv.flow.send(send)
             except StopIteration as stop:
-                self._finish(lv, result=stop.value)
+                lv.outcome = outcome_of(lv.item, self.prices, result=stop.value)
+                self.store.results[lv.item.id] = _summary(lv.outcome)
                 return
             except Exception as exc:
-                self._finish(lv, exc=exc)
+                lv.outcome = outcome_of(lv.item, self.prices, exc=exc)
+                self.store.results[lv.item.id] = _summary(lv.outcome)
                 return
             send, error = None, None
             if isinstance(step, Generate):
@@ -452,25 +501,6 @@ class JobCore:
             else:  # pragma: no cover - defensive
                 error = SelfRouteError(f"unknown step {step!r}")
 
-    def _finish(
-        self, lv: _Live, *, result: RouteResult | None = None, exc: BaseException | None = None
-    ) -> None:
-        item = lv.item
-        if result is not None:
-            marked = mark_batch(result, self.prices)
-            lv.outcome = BatchOutcome(item.id, item.question, result=marked)
-            self.store.results[item.id] = _summary(marked, None)
-            return
-        assert exc is not None
-        partial = exc.partial if isinstance(exc, LongContextError) else None
-        if partial is not None:
-            partial = mark_batch(partial, self.prices)
-        text = _error_text(exc)
-        lv.outcome = BatchOutcome(
-            item.id, item.question, error=text, partial=partial, exception=exc
-        )
-        self.store.results[item.id] = _summary(partial, text)
-
     def _submit(self, waiting: Sequence[_Live]) -> Generator[Op, Any, None]:
         """Submit the waiting steps as this phase's batch (one per model when the provider
         runs one model per batch); the token goes into the job file first."""
@@ -483,10 +513,11 @@ class JobCore:
             for lv in waiting
             if lv.pending is not None
         ]
-        groups: dict[str, list[BatchRequest]] = {}
+        by_model: dict[str, list[BatchRequest]] = {}
         for req in requests:
-            groups.setdefault(req.model if self.one_model_per_batch else "", []).append(req)
-        for group in groups.values():
+            by_model.setdefault(req.model if self.one_model_per_batch else "", []).append(req)
+        groups = [part for group in by_model.values() for part in split(group, self.limits)]
+        for group in groups:
             token = f"selfroute-{uuid.uuid4().hex}"
             batch: dict[str, Any] = {
                 "token": token,

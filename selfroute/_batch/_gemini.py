@@ -91,6 +91,9 @@ class GeminiBatchBackend:
     """
 
     one_model_per_batch = True
+    #: Inline requests: the API takes up to 20 MB per batch job (kept under it).
+    max_requests = None
+    max_bytes = 19_000_000
 
     def __init__(
         self,

@@ -159,6 +159,7 @@ class BatchJob:
             backend_name=name,
             model_for=backend.model_for,
             one_model_per_batch=bool(getattr(backend, "one_model_per_batch", False)),
+            limits=(getattr(backend, "max_requests", None), getattr(backend, "max_bytes", None)),
             prices=prices if prices is not None else cfg.prices,
             max_attempts=max_attempts,
             on_event=on_event,

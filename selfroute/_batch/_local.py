@@ -43,6 +43,7 @@ class LocalBatchBackend:
         model: The RAG-stage model name; ``long_context_model`` the other (default: ``model``).
         polls_to_finish: Polls a batch stays pending/running before it completes.
         name: The provider's name in messages and the job file.
+        max_requests: Requests per batch (a larger phase is split); ``None``: no limit.
     """
 
     one_model_per_batch = False
@@ -55,10 +56,13 @@ class LocalBatchBackend:
         long_context_model: str | None = None,
         polls_to_finish: int = 1,
         name: str = "local",
+        max_requests: int | None = None,
     ) -> None:
         self.answer = answer
         self.models = {Stage.RAG: model, Stage.LONG_CONTEXT: long_context_model or model}
         self.polls_to_finish = polls_to_finish
+        self.max_requests = max_requests
+        self.max_bytes: int | None = None
         self.name = name
         self.batches: dict[str, dict[str, Any]] = {}
         self.submitted: list[str] = []

@@ -98,6 +98,9 @@ class OpenAIBatchBackend:
     """
 
     one_model_per_batch = False
+    #: OpenAI's limits per batch: 50,000 requests, a 200 MB input file (kept under it).
+    max_requests = 50_000
+    max_bytes = 190_000_000
 
     def __init__(
         self,

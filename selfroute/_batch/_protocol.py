@@ -123,6 +123,9 @@ class BatchBackend(Protocol):
         name: The provider, for messages (``openai``, ``gemini``).
         one_model_per_batch: The provider runs one model per batch (Gemini): the driver splits
             a phase by model.
+
+    A backend may also set ``max_requests`` and ``max_bytes`` (requests and prompt bytes per
+    batch): the driver splits a larger phase into several batches.
     """
 
     name: str

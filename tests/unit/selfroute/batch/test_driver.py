@@ -284,3 +284,14 @@ def test_request_lines_use_the_step_stage_model() -> None:
         "messages": [{"role": "user", "content": "prompt"}],
     }
     assert line["url"] == "/v1/chat/completions" and line["custom_id"] == "q#1"
+
+
+def test_a_phase_over_the_provider_limit_goes_out_as_several_batches() -> None:
+    be = LocalBatchBackend(lambda r: model(r.step.prompt), max_requests=5)
+    expected = online(RouteConfig(k=2))
+    outcomes = BatchJob(
+        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), poll_interval_s=0
+    ).results()
+    assert [plain(o.result) for o in outcomes if o.result] == expected
+    sizes = [len(be.batches[b]["requests"]) for b in be.submitted]
+    assert sizes[:3] == [5, 5, 2] and max(sizes) <= 5
