@@ -22,6 +22,7 @@ from selfroute._errors import ConfigurationError, InvalidInputError
 
 __all__ = ["job_file_for", "read_questions", "run_ask_batch"]
 
+
 def job_file_for(questions: str | os.PathLike[str]) -> Path:
     """The job file of a questions file: ``QUESTIONS.jsonl.job.json`` beside it."""
     path = Path(questions)
