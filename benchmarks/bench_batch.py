@@ -1,4 +1,4 @@
-"""8. Batch jobs: the batch driver's overhead per question, and what a batch run costs.
+"""9. Batch jobs: the batch driver's overhead per question, and what a batch run costs.
 
 Overhead: the same questions through the online sync driver (``run_flow``, one flow after the
 other) and through :class:`selfroute.BatchJob` with an in-process batch provider
@@ -28,7 +28,7 @@ from benchmarks._common import BenchContext, BenchResult, Row, fmt_ms, ratio_row
 
 __all__ = ["cost_table", "run"]
 
-KEY, TITLE = "8", "Batch jobs: driver overhead per question and the cost table"
+KEY, TITLE = "9", "Batch jobs: driver overhead per question and the cost table"
 TARGET_RATIO = 1.5
 PRICES = sr.PriceTable({"oracle": (2.5, 10.0)})
 _ASKED = re.compile(r"item (\d+)\?")

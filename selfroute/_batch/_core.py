@@ -55,6 +55,11 @@ FlowFactory = Callable[["BatchItem"], Generator[Step, Any, RouteResult]]
 #: Bytes a request line adds to its prompt (JSON envelope, model, options), for the size limit.
 _REQUEST_OVERHEAD = 512
 
+DEADLINE_NOTE = (
+    "the per-question deadline (deadline_s) is off in batch runs: a phase waits minutes to hours "
+    "for its batch; the provider's completion window bounds the job instead"
+)
+
 SPECULATION_NOTE = (
     "speculative long context (speculate_below) is off in batch runs: every phase waits for "
     "its batch anyway, so starting the long-context call early saves no time and only pays "

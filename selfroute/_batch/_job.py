@@ -8,6 +8,7 @@ one awaits their ``a``-methods (never blocking the event loop).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
@@ -15,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from selfroute._batch._core import (
+    DEADLINE_NOTE,
     SPECULATION_NOTE,
     BatchEvent,
     BatchItem,
@@ -32,8 +34,8 @@ from selfroute._batch._core import (
 )
 from selfroute._batch._store import JobStore
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
-from selfroute._flow import LoadLongContext, Retrieve, RouteConfig, self_route_flow
-from selfroute._flow._drivers import _aretrieve, _retrieve
+from selfroute._flow import Retrieve, RouteConfig, self_route_flow
+from selfroute._flow._drivers import _abounded, _bounded, _what
 from selfroute._pricing import PriceTable
 
 __all__ = ["BatchJob", "as_items", "batch_config"]
@@ -74,10 +76,16 @@ def as_items(inputs: Iterable[Any]) -> list[BatchItem]:
 
 
 def batch_config(config: RouteConfig) -> tuple[RouteConfig, tuple[str, ...]]:
-    """``config`` as a batch run uses it, and the notes on what changed (speculation off)."""
-    if config.speculate_below is None:
-        return config, ()
-    return replace(config, speculate_below=None), (SPECULATION_NOTE,)
+    """``config`` as a batch run uses it, and the notes on what changed (speculation and the
+    per-question deadline off)."""
+    notes: list[str] = []
+    if config.speculate_below is not None:
+        config = replace(config, speculate_below=None)
+        notes.append(SPECULATION_NOTE)
+    if config.deadline_s is not None:
+        config = replace(config, deadline_s=None)
+        notes.append(DEADLINE_NOTE)
+    return config, tuple(notes)
 
 
 def _backend_name(backend: Any) -> str:
@@ -182,11 +190,9 @@ class BatchJob:
     def _execute(self, op: Op) -> Any:
         b = self.backend
         if isinstance(op, RunStep):
-            handler = self._handler_for(op.item)
-            if isinstance(op.step, Retrieve):
-                return _retrieve(handler, op.step)
-            assert isinstance(op.step, LoadLongContext)
-            return handler.load_long_context(op.step)
+            handler, step = self._handler_for(op.item), op.step
+            call = handler.retrieve if isinstance(step, Retrieve) else handler.load_long_context
+            return _bounded(functools.partial(call, step), step.timeout_s, _what(step))
         if isinstance(op, Submit):
             return b.submit(op.requests, op.token)
         if isinstance(op, Find):
@@ -202,11 +208,9 @@ class BatchJob:
     async def _aexecute(self, op: Op) -> Any:
         b = self.backend
         if isinstance(op, RunStep):
-            handler = self._handler_for(op.item)
-            if isinstance(op.step, Retrieve):
-                return await _aretrieve(handler, op.step)
-            assert isinstance(op.step, LoadLongContext)
-            return await handler.aload_long_context(op.step)
+            handler, step = self._handler_for(op.item), op.step
+            acall = handler.aretrieve if isinstance(step, Retrieve) else handler.aload_long_context
+            return await _abounded(acall(step), step.timeout_s, _what(step))
         if not hasattr(b, "asubmit"):
             raise ConfigurationError(f"the {b.name} batch backend has no async methods")
         if isinstance(op, Submit):

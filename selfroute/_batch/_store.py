@@ -55,15 +55,7 @@ def generation_to_dict(gen: Generation) -> dict[str, Any]:
 def generation_from_dict(data: Mapping[str, Any]) -> Generation:
     """Inverse of :func:`generation_to_dict`."""
     raw = data.get("usage")
-    usage = None
-    if isinstance(raw, Mapping):
-        usage = Usage(
-            input_tokens=int(raw.get("input_tokens") or 0),
-            output_tokens=int(raw.get("output_tokens") or 0),
-            total_tokens=int(raw.get("total_tokens") or 0),
-            cached_input_tokens=raw.get("cached_input_tokens"),
-            source=str(raw.get("source") or "provider"),
-        )
+    usage = Usage.from_dict(raw) if isinstance(raw, Mapping) else None
     structured = data.get("structured")
     return Generation(
         text=str(data.get("text") or ""),

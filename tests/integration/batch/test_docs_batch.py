@@ -1,6 +1,6 @@
 """``docs/batch.md``: every Python example runs, in order, with the real ``ChatOpenAI`` against
 the Files+Batches loopback (``OPENAI_BASE_URL``), and prints exactly what the page says; the
-page's measured cost table is what benchmark 8 computes."""
+page's measured cost table is what benchmark 9 computes."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_every_example_prints_what_the_page_says(
     assert (tmp_path / "contracts.job.json").is_file()
 
 
-def test_the_measured_cost_table_is_benchmark_8s() -> None:
+def test_the_measured_cost_table_is_benchmark_9s() -> None:
     from benchmarks.bench_batch import cost_table
 
     assert cost_table().to_markdown() in PAGE.read_text(encoding="utf-8")

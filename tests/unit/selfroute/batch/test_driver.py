@@ -170,6 +170,15 @@ def test_speculation_is_off_with_a_note_and_a_speculating_flow_fails_clearly() -
     assert job.notes and "speculate_below" in job.notes[0]
     assert all(o.ok for o in job.results())
     assert "speculate_below" in job.status().notes[0]
+    timed = BatchJob(
+        QUESTIONS[:2],
+        handler=handler(),
+        backend=backend(),
+        config=RouteConfig(k=2, deadline_s=5.0),
+        poll_interval_s=0,
+    )
+    assert timed.config.deadline_s is None and "deadline_s" in timed.notes[0]
+    assert all(o.ok for o in timed.results())
 
     def flow(item: sr.BatchItem) -> Generator[Any, Any, sr.RouteResult]:
         return self_route_flow(item.question, cfg)
