@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, str] = {
     "3": "benchmarks.bench_streaming",
     "7": "benchmarks.bench_policies",
     "8": "benchmarks.bench_scale",
+    "9": "benchmarks.bench_batch",
 }
 
 START = "<!-- results:start -->"

@@ -24,6 +24,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_selfroute._batch import BatchJobMixin
 from langchain_selfroute._constructors import StoreConstructors
 from langchain_selfroute._handlers import (
     LangChainHandler,
@@ -193,7 +194,9 @@ class _Chunker:
         return out
 
 
-class SelfRoute(StoreConstructors, RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
+class SelfRoute(
+    BatchJobMixin, StoreConstructors, RunnableSerializable[SelfRouteInput, SelfRouteOutput]
+):
     """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
 
     Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel

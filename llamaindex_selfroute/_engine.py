@@ -31,6 +31,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, MetadataFilters
 from llama_index_instrumentation import get_dispatcher
 
+from llamaindex_selfroute._batch import BatchJobMixin
 from llamaindex_selfroute._events import SelfRouteResultEvent, SelfRouteRouteEvent
 from llamaindex_selfroute._handlers import (
     LlamaIndexHandler,
@@ -212,7 +213,7 @@ def retrieval_sizes(settings: dict[str, Any]) -> tuple[int, ...]:
     return cfg.rungs
 
 
-class SelfRouteQueryEngine(BaseQueryEngine):
+class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
     """Self-Route as a LlamaIndex query engine: answer from the top-k chunks, or fall back.
 
     The RAG-step LLM gets the top-``k`` chunks and writes an answer or the sentinel

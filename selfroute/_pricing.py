@@ -22,14 +22,30 @@ class PriceTable:
             so dated snapshots price like their family.
         cached_input: Optional ``{model: price_per_million}`` for cached input tokens.
         currency: Label for reports.
+        batch: Optional ``{model: (input_per_million, output_per_million)}`` for calls made
+            through a provider batch API (matched like ``prices``).
+        batch_discount: The batch rate of models ``batch`` does not list, as a share of the
+            online price (``0.5``: OpenAI Batch, Gemini batch mode and Anthropic Message Batches
+            all charge half).
     """
 
     prices: Mapping[str, tuple[float, float]]
     cached_input: Mapping[str, float] = field(default_factory=dict)
     currency: str = "USD"
+    batch: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    batch_discount: float = 0.5
 
     def __post_init__(self) -> None:
-        for name, pair in self.prices.items():
+        discount = self.batch_discount
+        if (
+            isinstance(discount, bool)
+            or not isinstance(discount, (int, float))
+            or not 0 <= discount <= 1
+        ):
+            raise ConfigurationError(
+                f"batch_discount must be a number between 0 and 1, got {discount!r}"
+            )
+        for name, pair in (*self.prices.items(), *self.batch.items()):
             if (
                 not isinstance(pair, (tuple, list))
                 or len(pair) != 2
@@ -55,8 +71,22 @@ class PriceTable:
         """Whether ``model`` has a price."""
         return self._key(model, self.prices) is not None
 
-    def cost(self, model: str | None, usage: Usage) -> float | None:
-        """Money for ``usage`` on ``model``, or ``None`` if the model has no price."""
+    def cost(self, model: str | None, usage: Usage, *, batch: bool = False) -> float | None:
+        """Money for ``usage`` on ``model``, or ``None`` if the model has no price.
+
+        Args:
+            model: The model name.
+            usage: The tokens.
+            batch: Price at the batch rate (``batch`` prices, else ``batch_discount`` of the
+                online prices, cached input included).
+        """
+        if batch:
+            bkey = self._key(model, self.batch)
+            if bkey is not None:
+                b_in, b_out = self.batch[bkey]
+                return (usage.input_tokens * b_in + usage.output_tokens * b_out) / 1_000_000
+            online = self.cost(model, usage)
+            return None if online is None else online * self.batch_discount
         key = self._key(model, self.prices)
         if key is None:
             return None

@@ -129,6 +129,7 @@ class StepRecord:
             checked).
         wasted: The call's result was not used (a speculative long-context call cancelled
             because the RAG step answered); its usage is still counted.
+        batch: The call ran inside a provider batch (priced at the table's batch rate).
         finish_reason: How the call ended, as the adapter read it from the provider
             (``stop``, ``length``, ``content_filter``, ``tool_calls``, ``incomplete`` for a
             stream that ended without one), or ``None`` when the provider did not say.
@@ -146,6 +147,7 @@ class StepRecord:
     structured: bool = False
     grounded: bool | None = None
     wasted: bool = False
+    batch: bool = False
     finish_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +164,7 @@ class StepRecord:
             "structured": self.structured,
             "grounded": self.grounded,
             "wasted": self.wasted,
+            "batch": self.batch,
             "finish_reason": self.finish_reason,
         }
 

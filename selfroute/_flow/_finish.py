@@ -13,12 +13,18 @@ __all__ = ["build_result", "long_context_cost"]
 
 
 def long_context_cost(
-    steps: tuple[StepRecord, ...], prices: PriceTable, tokens: int, default_model: str | None
+    steps: tuple[StepRecord, ...],
+    prices: PriceTable,
+    tokens: int,
+    default_model: str | None,
+    *,
+    batch: bool = False,
 ) -> float | None:
     """What answering from the long context costs (or would have cost: always-LC's price).
 
     The model is the long-context step's (else ``default_model``, else the RAG step's); the
     output tokens are the answer's that the flow has (the long-context step's, else the RAG's).
+    ``batch`` prices it at the batch rate (always-LC through a batch API).
     """
     lc_steps = [s for s in steps if s.stage is Stage.LONG_CONTEXT and not s.wasted]
     rag_steps = [s for s in steps if s.stage is Stage.RAG]
@@ -29,7 +35,7 @@ def long_context_cost(
         if (lc_steps or rag_steps)
         else 0
     )
-    return prices.cost(model, Usage.of(tokens, out_tokens))
+    return prices.cost(model, Usage.of(tokens, out_tokens), batch=batch)
 
 
 def build_result(state: FlowState, outcome: Outcome) -> RouteResult:

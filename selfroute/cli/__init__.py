@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("question", nargs="*", metavar="QUESTION", help="the question ('-': stdin)")
     _query_flags(ask)
+    ask.add_argument(
+        "--batch",
+        metavar="FILE.jsonl",
+        help="answer every question of FILE.jsonl through the provider's batch API (half the "
+        "price, within 24 h; resumable: the job state is kept in FILE.jsonl.job.json)",
+    )
     add_settings(ask, "ask")
     ask.set_defaults(func=_run("ask"))
 

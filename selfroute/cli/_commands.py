@@ -349,12 +349,18 @@ def _question(words: list[str]) -> str:
 
 
 def run_ask(args: argparse.Namespace) -> int:
-    """``selfroute ask QUESTION``."""
-    question = _question(args.question)
+    """``selfroute ask QUESTION`` (or ``--batch QUESTIONS.jsonl``)."""
+    batch = getattr(args, "batch", None)
+    question = None if batch else _question(args.question)
     settings = settings_for(args, "ask")
     if args.doc is not None and not Path(args.doc).is_file():
         raise ConfigurationError(f"--doc {args.doc}: no such file")
     session = _session(settings, args.doc)
+    if batch:
+        from selfroute.cli._batch import run_ask_batch
+
+        return run_ask_batch(args, session)
+    assert question is not None
     _answer(session, question, args, sys.stdout)
     return 0
 

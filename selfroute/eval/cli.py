@@ -210,6 +210,13 @@ def _execution_arguments(run_: Any) -> None:
     run_.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     run_.add_argument("--on-error", choices=["record", "raise"], default="record")
     run_.add_argument(
+        "--batch",
+        action="store_true",
+        help="run Self-Route as one batch job (one batch per phase; the oracle readers through "
+        "a batch provider simulated in-process, a model through its provider's batch API) and "
+        "print its cost against always-LC online/batch and Self-Route online",
+    )
+    run_.add_argument(
         "--dry-run", action="store_true", help="print estimated tokens and money, call nothing"
     )
     run_.add_argument("--out", default="selfroute-eval", help="output folder")
@@ -386,6 +393,10 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             print(estimate(items, output_tokens_per_call=args.max_tokens, **common).to_text())
             return 0
+        if args.batch:
+            from selfroute.eval._batch import run_batch_eval
+
+            return run_batch_eval(items, args, reader, lc_reader, config, prices)
         summary = evaluate(
             items,
             concurrency=args.concurrency,

@@ -16,6 +16,22 @@ ROOT = Path(__file__).resolve().parents[3]
 # Adding or removing a public name is a deliberate API change: update this list with it.
 PUBLIC = sorted(
     [
+        "AsyncBatchBackend",
+        "BatchBackend",
+        "BatchCostReport",
+        "BatchEvent",
+        "BatchItem",
+        "BatchJob",
+        "BatchOutcome",
+        "BatchPoll",
+        "BatchReply",
+        "BatchRequest",
+        "BatchState",
+        "GeminiBatchBackend",
+        "JobStatus",
+        "LocalBatchBackend",
+        "OpenAIBatchBackend",
+        "batch_cost_report",
         "AsyncStepHandler",
         "BudgetDecision",
         "Chunk",

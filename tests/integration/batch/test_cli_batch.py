@@ -1,0 +1,135 @@
+"""``selfroute ask --batch`` in-process with the real clients against the batch loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from selfroute.cli import main
+from tests.integration.batch.corpus import documents, respond
+from tests.support.openai_batch_server import OpenAIBatchServer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SELFROUTE_BATCH_POLL_S", "0.01")
+    for name in ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    doc = tmp_path / "units.txt"
+    doc.write_text(documents()[0] + "\n\n" + documents()[1], encoding="utf-8")
+    questions = tmp_path / "questions.jsonl"
+    lines = [
+        json.dumps({"id": f"u{n}", "question": f"What is the access code of unit {n}?"})
+        for n in range(10)
+    ]
+    lines.append(json.dumps("What is the access code of unit 3?"))
+    questions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return doc, questions
+
+
+def _ask(capsys: Any, srv: OpenAIBatchServer, doc: Path, questions: Path, *extra: str) -> Any:
+    code = main(
+        [
+            "ask",
+            "--doc",
+            str(doc),
+            "--batch",
+            str(questions),
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "gpt-4o-mini",
+            "--k",
+            "2",
+            *extra,
+        ]
+    )
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ask_batch_json_then_rerun_resumes(capsys: Any, tmp_path: Path) -> None:
+    doc, questions = _files(tmp_path)
+    with OpenAIBatchServer(respond) as srv:
+        code, out, err = _ask(capsys, srv, doc, questions, "--json")
+        assert code == 0, err
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert [r["id"] for r in rows] == [f"u{n}" for n in range(10)] + ["11"]
+        assert all(r["steps"] and all(s["batch"] for s in r["steps"]) for r in rows)
+        assert {r["route"] for r in rows} == {"rag", "long_context"}
+        assert "[batch] phase 1: submitting 11 requests" in err
+        assert "phase 2" in err and "completed" in err
+        assert len(srv.created) == 2
+        assert (tmp_path / "questions.jsonl.job.json").is_file()
+        code, again, err = _ask(capsys, srv, doc, questions, "--json")
+        assert code == 0, err
+        assert "resuming the job file" in err
+        assert len(srv.created) == 2  # finished work is not sent again
+        strip = [
+            {k: v for k, v in json.loads(x).items() if k != "latency_s"} for x in again.splitlines()
+        ]
+        assert strip == [{k: v for k, v in r.items() if k != "latency_s"} for r in rows]
+
+
+def test_ask_batch_prints_answers_and_the_cost_table(capsys: Any, tmp_path: Path) -> None:
+    doc, questions = _files(tmp_path)
+    with OpenAIBatchServer(respond) as srv:
+        code, out, err = _ask(capsys, srv, doc, questions, "--prices", "loopback-model=1/4")
+        assert code == 0, err
+    assert "[u1] AC-" in out
+    assert "| always long context, online |" in out
+    assert "| Self-Route, batch |" in out
+
+
+def test_ask_batch_rejects_a_bad_file_and_stream(capsys: Any, tmp_path: Path) -> None:
+    doc, _ = _files(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"q": 1}\n', encoding="utf-8")
+    with OpenAIBatchServer(respond) as srv:
+        code, _, err = _ask(capsys, srv, doc, bad)
+        assert code == 2 and "bad.jsonl:1" in err
+        code, _, err = _ask(capsys, srv, doc, tmp_path / "missing.jsonl")
+        assert code == 2 and "no such file" in err
+        good = tmp_path / "q.jsonl"
+        good.write_text('"What?"\n', encoding="utf-8")
+        code, _, err = _ask(capsys, srv, doc, good, "--stream")
+        assert code == 2 and "--stream" in err
+
+
+def test_eval_batch_with_a_model_uses_the_provider_batch_api(capsys: Any, tmp_path: Path) -> None:
+    from tests.support._loopback import last_user_text
+
+    def model(body: dict[str, Any]) -> str:
+        return "unanswerable" if "Passage:" in last_user_text(body) else "a long-context answer"
+
+    with OpenAIBatchServer(model) as srv:
+        code = main(
+            [
+                "eval",
+                "--sample",
+                "--limit",
+                "6",
+                "--model",
+                "gpt-4o-mini",
+                "--base-url",
+                srv.base_url,
+                "--batch",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                "--no-cache",
+            ]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert len(srv.created) == 2  # RAG prompts, then the long-context prompts of all six
+        assert len(srv.batch_bodies) == 12
+    assert "6 questions, 2 batches, 0 failed" in out
