@@ -23,6 +23,14 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+from selfroute.stores._health import (
+    DATABASE_FILE,
+    catchable,
+    check_not_locked,
+    explain_failure,
+    is_read_only,
+    snapshot,
+)
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -39,6 +47,9 @@ DEFAULT_STORE = ".selfroute"
 DEFAULT_COLLECTION = "selfroute"
 #: Suffix of the collection holding the full documents.
 DOCUMENTS_SUFFIX = "__documents"
+
+#: Seconds to wait for another process's lock on the store's database (then a clear error).
+LOCK_TIMEOUT_S = 15.0
 
 _SCHEMA = 1
 _META_SCHEMA = "selfroute:schema"
@@ -77,8 +88,24 @@ def _collection_names(client: Any, location: str) -> set[str]:
     try:
         with quiet_chroma():
             return {c if isinstance(c, str) else c.name for c in client.list_collections()}
+    except BaseException as exc:
+        if not catchable(exc):
+            raise
+        raise explain_failure(exc, location, "listing the collections of") from exc
+
+
+def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
+    parts = _server_url(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    try:
+        with quiet_chroma():
+            return chromadb.HttpClient(
+                host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
+            )
     except Exception as exc:
-        raise StoreError(f"cannot list collections at {location}: {exc}") from exc
+        raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
 
 
 def _drop_cached_system(client: Any) -> None:
@@ -135,6 +162,10 @@ class StoreConnection:
         self._requested_chunk_words = chunk_words
         self._client = client
         self._own_client = client is None
+        #: The store folder was read-only and is queried through a private copy.
+        self.read_only = False
+        #: How long to wait for another process's lock on the database before failing.
+        self.lock_timeout_s = LOCK_TIMEOUT_S
         self._seen: str | None = None
         self._factory = embedding_factory
         self._chunks: Any = None
@@ -168,37 +199,28 @@ class StoreConnection:
             raise MissingDependencyError("chromadb", "chroma") from exc
         settings = Settings(anonymized_telemetry=False)
         if self.chroma_url:
-            self._client = self._http_client(chromadb, settings, self.chroma_url)
+            self._client = _http_client(chromadb, settings, self.chroma_url)
             return self._client
         if not create and not self.path.is_dir():
             raise CollectionNotFoundError(
                 f"no store at {self.path}: run `selfroute index PATH` first (or pass --store)",
                 location=str(self.path),
             )
+        # an absolute path: Chroma caches clients by path string, and a relative one would
+        # follow the working directory to another store
+        folder = self.path.resolve()
+        if not create and is_read_only(self.path):
+            folder, self.read_only = snapshot(self.path), True  # Chroma must write to open
+        else:
+            check_not_locked(folder / DATABASE_FILE, self.lock_timeout_s, str(self.path))
         try:
             with quiet_chroma():
-                # an absolute path: Chroma caches clients by path string, and a relative one
-                # would follow the working directory to another store
-                self._client = chromadb.PersistentClient(
-                    path=str(self.path.resolve()), settings=settings
-                )
-        except Exception as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+                self._client = chromadb.PersistentClient(path=str(folder), settings=settings)
+        except BaseException as exc:
+            if not catchable(exc):
+                raise
+            raise explain_failure(exc, str(self.path), "opening") from exc
         return self._client
-
-    @staticmethod
-    def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
-        parts = _server_url(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 8000)
-        try:
-            with quiet_chroma():
-                return chromadb.HttpClient(
-                    host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
-                )
-        except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
 
     def open(self, create: bool = False) -> tuple[Any, Any]:
         """The chunk and document collections, opened (and with ``create``, created) once.
@@ -314,6 +336,13 @@ class StoreConnection:
                 pass
             client.delete_collection(name)
 
+    def check_lock(self) -> None:
+        """Once the embedded database is open: fail after a bounded wait if another process
+        holds it locked (Chroma itself would wait without end, and without a word)."""
+        if self._client is None or not self._own_client or self.chroma_url or self.read_only:
+            return
+        check_not_locked(self.path / DATABASE_FILE, self.lock_timeout_s, str(self.path))
+
     def note_committed(self, ids: Sequence[str]) -> bool:
         """Record the committed document ids just read; reopen when another process changed them.
 
@@ -370,9 +399,13 @@ class StoreConnection:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
-        self.path.mkdir(parents=True, exist_ok=True)
         lock_path = self.path / f".index-{self.collection_name}.lock"
-        with open(lock_path, "a+") as handle:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            handle = open(lock_path, "a+")  # noqa: SIM115 - closed by the with below
+        except OSError as exc:
+            raise explain_failure(exc, str(self.path), "indexing into") from exc
+        with handle:
             try:
                 import fcntl
             except ImportError:  # pragma: no cover - Windows: no advisory lock
