@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CHUNK_KEYS",
     "ChromaParentLoader",
+    "StoreParentLoader",
     "chunk_documents",
+    "has_get_by_ids",
     "index_documents",
     "is_chroma",
     "open_chroma",
@@ -65,6 +67,12 @@ def is_chroma(vectorstore: object) -> bool:
     if not type(vectorstore).__module__.startswith("langchain_chroma"):
         return False
     return isinstance(vectorstore, _chroma_class())
+
+
+def has_get_by_ids(vectorstore: object) -> bool:
+    """Whether ``vectorstore`` implements ``VectorStore.get_by_ids`` (the base class raises)."""
+    method = getattr(type(vectorstore), "get_by_ids", None)
+    return method is not None and method is not VectorStore.get_by_ids
 
 
 def open_chroma(
@@ -257,8 +265,10 @@ def index_documents(
 ) -> list[str]:
     """Chunk ``documents`` and add the chunks to ``vectorstore``; return the parent ids.
 
-    Re-indexing a document with the same id replaces its chunks (on stores whose ``delete``
-    accepts a Chroma ``where`` filter), so a shorter new version leaves no stale chunks behind.
+    Re-indexing a document with the same id replaces its chunks, so a shorter new version
+    leaves no stale chunks behind: on Chroma by a ``where`` filter on the parent id, on any other
+    store that implements ``get_by_ids`` and ``delete(ids)`` by deleting the old version's chunk
+    ids past the new version's count.
 
     A shared store holds many owners' documents, and two owners may pick the same id. With
     ``scope_keys`` (e.g. ``("tenant",)``) a document is its id *and* those keys' values: chunk
@@ -286,6 +296,8 @@ def index_documents(
         for start in range(0, len(firsts), batch_size):
             for where in _replace_filters(firsts[start : start + batch_size], id_key, scope_keys):
                 vectorstore.delete(where=where)
+    elif has_get_by_ids(vectorstore):
+        _delete_stale(vectorstore, chunks, id_key)
     for start in range(0, len(chunks), batch_size):
         batch_docs = chunks[start : start + batch_size]
         vectorstore.add_documents(batch_docs, ids=[str(d.id) for d in batch_docs])
@@ -312,6 +324,132 @@ def _replace_filters(
         }
         for values, dids in by_scope.items()
     ]
+
+
+def _chunk_prefix(doc: Document, id_key: str) -> str:
+    """The part of a chunk id before ``:{index}`` (``doc_id``, or ``doc_id@scope`` when scoped)."""
+    if doc.id and ":" in str(doc.id):
+        return str(doc.id).rsplit(":", 1)[0]
+    return str(doc.metadata.get(id_key))
+
+
+def _delete_stale(vectorstore: VectorStore, chunks: list[Document], id_key: str) -> None:
+    """Delete the chunks of earlier versions that the new chunks do not overwrite."""
+    counts: dict[str, int] = {}
+    for c in chunks:
+        counts[_chunk_prefix(c, id_key)] = int(c.metadata["chunk_count"])
+    firsts = vectorstore.get_by_ids([f"{prefix}:0" for prefix in counts])
+    stale: list[str] = []
+    for old in firsts:
+        prefix = _chunk_prefix(old, id_key)
+        try:
+            old_count = int(old.metadata["chunk_count"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if prefix in counts and old_count > counts[prefix]:
+            stale.extend(f"{prefix}:{i}" for i in range(counts[prefix], old_count))
+    if stale:
+        vectorstore.delete(ids=stale)
+
+
+def _rebuild_parent(
+    did: str, rows: list[tuple[str, Mapping[str, Any]]], id_key: str
+) -> Document | None:
+    """The parent document ``did`` put back together from its chunks (``None`` if incomplete)."""
+    if not rows:
+        return None
+    try:
+        chunks = [
+            Chunk(
+                text=text,
+                doc_id=did,
+                index=int(meta["chunk_index"]),
+                start=int(meta["start"]),
+                end=int(meta["end"]),
+                word_count=0,
+            )
+            for text, meta in rows
+        ]
+        count = int(rows[0][1]["chunk_count"])
+    except (KeyError, TypeError, ValueError):
+        logger.warning(
+            "chunks of document %r lack chunk_index/chunk_count/start/end metadata; "
+            "index them with langchain_selfroute.index_documents to load parents",
+            did,
+        )
+        return None
+    if sorted(c.index for c in chunks) != list(range(count)):
+        logger.warning(
+            "document %r: %d of %d chunks found; not using an incomplete parent",
+            did,
+            len({c.index for c in chunks}),
+            count,
+        )
+        return None
+    try:
+        text = rebuild_document(chunks)
+    except InvalidInputError as exc:
+        logger.warning("document %r cannot be rebuilt from its chunks: %s", did, exc)
+        return None
+    metadata = {k: v for k, v in rows[0][1].items() if k not in CHUNK_KEYS}
+    return Document(id=did, page_content=text, metadata=metadata)
+
+
+def _parent_ids(chunks: Sequence[Document], id_key: str) -> list[str]:
+    return list(dict.fromkeys(str(c.metadata[id_key]) for c in chunks if c.metadata.get(id_key)))
+
+
+class StoreParentLoader:
+    """Loads the full parent documents of retrieved chunks from any LangChain ``VectorStore``
+    that implements ``get_by_ids`` (``InMemoryVectorStore``, PGVector, Qdrant, FAISS, ...).
+
+    The chunks stored by :func:`index_documents` have deterministic ids (``"{doc_id}:{i}"``) and
+    carry their parent's ``chunk_count``: the loader fetches every chunk of each parent by id
+    and puts the parent back together. A parent's chunks share its metadata, so the
+    retriever's metadata filter, which admitted the retrieved chunk, admits the parent too.
+
+    Args:
+        vectorstore: The store the retriever searches.
+        id_key: Metadata key of the parent id.
+    """
+
+    def __init__(self, vectorstore: VectorStore, *, id_key: str = "doc_id") -> None:
+        if not has_get_by_ids(vectorstore):
+            raise ConfigurationError(
+                f"{type(vectorstore).__name__} does not implement get_by_ids, so the parents of "
+                "retrieved chunks cannot be loaded from it; pass parent_loader= or document="
+            )
+        self.vectorstore = vectorstore
+        self.id_key = id_key
+
+    def __repr__(self) -> str:
+        return f"StoreParentLoader({type(self.vectorstore).__name__}, id_key={self.id_key!r})"
+
+    def __call__(self, chunks: Sequence[Document]) -> list[Document]:
+        """The parents of ``chunks`` (in the order their chunks were retrieved)."""
+        counts: dict[str, int] = {}  # chunk-id prefix (doc id, scoped if so) -> chunk count
+        parent_of: dict[str, str] = {}
+        for c in chunks:
+            did = c.metadata.get(self.id_key)
+            if did is None:
+                continue
+            prefix = _chunk_prefix(c, self.id_key)
+            parent_of.setdefault(prefix, str(did))
+            try:
+                counts.setdefault(prefix, int(c.metadata["chunk_count"]))
+            except (KeyError, TypeError, ValueError):
+                counts.setdefault(prefix, 0)
+        wanted = [f"{prefix}:{i}" for prefix, n in counts.items() for i in range(n)]
+        groups: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+        for doc in self.vectorstore.get_by_ids(wanted) if wanted else []:
+            groups.setdefault(_chunk_prefix(doc, self.id_key), []).append(
+                (doc.page_content, doc.metadata)
+            )
+        parents = [
+            _rebuild_parent(parent_of[prefix], groups.get(prefix, []), self.id_key)
+            for prefix in counts
+        ]
+        return [p for p in parents if p is not None]
 
 
 class ChromaParentLoader:
@@ -342,11 +480,7 @@ class ChromaParentLoader:
         self, chunks: Sequence[Document], *, filter: Mapping[str, Any] | None = None
     ) -> list[Document]:
         """The parents of ``chunks`` (in the order their chunks were retrieved)."""
-        ids = list(
-            dict.fromkeys(
-                str(c.metadata[self.id_key]) for c in chunks if c.metadata.get(self.id_key)
-            )
-        )
+        ids = _parent_ids(chunks, self.id_key)
         if not ids:
             return []
         where: dict[str, Any] = {self.id_key: {"$in": ids}}
@@ -366,40 +500,4 @@ class ChromaParentLoader:
         return parents
 
     def _rebuild(self, did: str, rows: list[tuple[str, Mapping[str, Any]]]) -> Document | None:
-        if not rows:
-            return None
-        try:
-            chunks = [
-                Chunk(
-                    text=text,
-                    doc_id=did,
-                    index=int(meta["chunk_index"]),
-                    start=int(meta["start"]),
-                    end=int(meta["end"]),
-                    word_count=0,
-                )
-                for text, meta in rows
-            ]
-            count = int(rows[0][1]["chunk_count"])
-        except (KeyError, TypeError, ValueError):
-            logger.warning(
-                "chunks of document %r lack chunk_index/chunk_count/start/end metadata; "
-                "index them with langchain_selfroute.index_documents to load parents",
-                did,
-            )
-            return None
-        if sorted(c.index for c in chunks) != list(range(count)):
-            logger.warning(
-                "document %r: %d of %d chunks found; not using an incomplete parent",
-                did,
-                len({c.index for c in chunks}),
-                count,
-            )
-            return None
-        try:
-            text = rebuild_document(chunks)
-        except InvalidInputError as exc:
-            logger.warning("document %r cannot be rebuilt from its chunks: %s", did, exc)
-            return None
-        metadata = {k: v for k, v in rows[0][1].items() if k not in CHUNK_KEYS}
-        return Document(id=did, page_content=text, metadata=metadata)
+        return _rebuild_parent(did, rows, self.id_key)

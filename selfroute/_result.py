@@ -62,6 +62,9 @@ class Reason(str, Enum):
     GLOBAL_QUESTION = "global_question"
     """Pre-routing: a question about the whole document; the RAG step was skipped."""
     WEAK_RETRIEVAL = "weak_retrieval"
+    TRUNCATED = "truncated"
+    """The RAG step's output was cut short (``finish_reason`` ``length`` or ``content_filter``,
+    or a stream that ended without a finish reason): not a verdict; escalated."""
     """Pre-routing: the best chunk scored under the threshold; the RAG step was skipped."""
 
 
@@ -126,6 +129,9 @@ class StepRecord:
             checked).
         wasted: The call's result was not used (a speculative long-context call cancelled
             because the RAG step answered); its usage is still counted.
+        finish_reason: How the call ended, as the adapter read it from the provider
+            (``stop``, ``length``, ``content_filter``, ``tool_calls``, ``incomplete`` for a
+            stream that ended without one), or ``None`` when the provider did not say.
     """
 
     stage: Stage
@@ -140,6 +146,7 @@ class StepRecord:
     structured: bool = False
     grounded: bool | None = None
     wasted: bool = False
+    finish_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -155,6 +162,7 @@ class StepRecord:
             "structured": self.structured,
             "grounded": self.grounded,
             "wasted": self.wasted,
+            "finish_reason": self.finish_reason,
         }
 
 

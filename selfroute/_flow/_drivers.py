@@ -98,6 +98,7 @@ class _StreamState:
         self.usage: Usage | None = None
         self.last: GenerationChunk | None = None
         self.obj: GenerationChunk | None = None
+        self.finish_reason: str | None = None
         self.holding = step.hold
         if step.stage is Stage.RAG and not step.hold:
             self.sniffer = SentinelSniffer(
@@ -118,6 +119,7 @@ class _StreamState:
             model=self.last.model if self.last is not None else None,
             structured=obj.structured if obj is not None else None,
             structured_error=obj.structured_error if obj is not None else None,
+            finish_reason=self.finish_reason,
         )
 
     def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
@@ -128,6 +130,8 @@ class _StreamState:
             self.usage = chunk.usage if self.usage is None else self.usage + chunk.usage
         if chunk.structured is not None or chunk.structured_error is not None:
             self.obj = chunk
+        if chunk.finish_reason is not None:
+            self.finish_reason = chunk.finish_reason
         if not chunk.text or self.holding:
             return []
         if step.stage is Stage.RAG:
@@ -224,18 +228,24 @@ async def _aretrieve(handler: AsyncStepHandler, step: Retrieve) -> Sequence[Pass
 
 
 class _ThreadSpeculation:
-    """A speculative call of the sync driver: ``handler.generate`` in a daemon thread (a call in
-    flight cannot be interrupted from outside; a cancelled one is abandoned)."""
+    """A speculative call of the sync driver: ``handler.stream`` in a daemon thread.
+
+    A blocked socket cannot be interrupted from another thread, but a stream can be closed: once
+    cancelled, the thread stops reading at the next chunk and closes the stream, which closes the
+    HTTP response, so the provider stops generating (and billing output) instead of running the
+    request to its end. Before the first chunk arrives the request cannot be cut.
+    """
 
     def __init__(self, handler: StepHandler, step: Generate) -> None:
         self.t0 = time.perf_counter()
         self.box: dict[str, Any] = {}
         self.done = threading.Event()
+        self.cancelled = threading.Event()
         context = contextvars.copy_context()  # callbacks and tracing see the caller's context
 
         def run() -> None:
             try:
-                self.box["value"] = context.run(handler.generate, step)
+                self.box["value"] = context.run(self._collect, handler, step)
             except BaseException as exc:  # handed over when settled
                 self.box["error"] = exc
             finally:
@@ -243,8 +253,24 @@ class _ThreadSpeculation:
 
         threading.Thread(target=run, name="selfroute-speculate", daemon=True).start()
 
+    def _collect(self, handler: StepHandler, step: Generate) -> Generation | None:
+        collected = _StreamState()
+        collected.start(step)
+        chunks = iter(handler.stream(step))
+        try:
+            for chunk in chunks:
+                if self.cancelled.is_set():
+                    return None
+                collected.feed(step, chunk)
+        finally:
+            close = getattr(chunks, "close", None)
+            if callable(close):
+                close()  # a generator's close closes the HTTP response under it
+        return collected.generation()
+
     def settle(self, cancel: bool) -> Any:
         if cancel:
+            self.cancelled.set()
             if self.done.is_set() and "error" not in self.box:
                 return _timed(self.box["value"], self.t0)
             return None

@@ -62,16 +62,33 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
             over = state.evolve(error=f"long-context budget: {decision.reason}")
             return build_result(over, _over_budget(over, lc))
         call = long_context_call(state, lc)
+    priced = Priced(lc.tokens, state.counter.source, lc.fitted)
     try:
         gen = yield from call
     except Exception as exc:
-        partial = _partial(state, Priced(lc.tokens, state.counter.source, lc.fitted))
         raise LongContextError(
-            f"long-context model call failed: {redact_exception(exc)}",
-            partial=partial,
+            f"long-context model call failed: {redact_exception(exc)}{_after(state)}",
+            partial=_partial(state, priced),
             question=state.question,
         ) from exc
+    if not clean_answer(gen.text) and gen.structured is None:
+        # an empty reply is a failure, not "not found in the documents"
+        record = record_step(Stage.LONG_CONTEXT, gen, lc.prompt, state.counter, lc.tokens)
+        raise LongContextError(
+            "the long-context model returned an empty reply (finish_reason="
+            f"{gen.finish_reason or 'not reported'}){_after(state)}",
+            partial=_partial(state.with_step(record), priced),
+            question=state.question,
+        )
     return build_result(*classify_long_context(state, gen, lc))
+
+
+def _after(state: FlowState) -> str:
+    """What failed before the long-context step, for its error (both steps failing)."""
+    if not state.error:
+        return ""
+    first = "the RAG step" if state.reason is Reason.RAG_ERROR else "retrieval"
+    return f"; {first} had failed first ({state.error})"
 
 
 def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
@@ -179,13 +196,22 @@ def _partial(state: FlowState, priced: Priced | None = None) -> RouteResult:
     return build_result(state, Outcome(None, Route.LONG_CONTEXT, state.reason, priced or Priced()))
 
 
+#: RAG outputs that are never an answer: unverified (grounded mode) or cut short.
+_WITHHELD = (Reason.UNGROUNDED, Reason.TRUNCATED)
+
+
 def _over_budget(state: FlowState, lc: LongContextPrompt) -> Outcome:
     """The budget refused the long-context call: answer with what the RAG step said (or the
-    sentinel), abstaining ``over_budget``."""
+    sentinel), abstaining ``over_budget``. An unverified (grounded mode) or truncated RAG
+    answer is withheld: the answer is the sentinel, the text is kept in ``unverified_answer``."""
+    sentinel = state.config.prompts.sentinel
+    withheld = state.rag_answer if state.reason in _WITHHELD and state.rag_answer else None
     return Outcome(
-        state.rag_answer if state.rag_answer else state.config.prompts.sentinel,
+        sentinel if withheld or not state.rag_answer else state.rag_answer,
         Route.RAG,
         Reason.OVER_BUDGET,
         Priced(lc.tokens, state.counter.source, lc.fitted),
         abstention=Abstention.OVER_BUDGET,
+        grounding=state.grounding,
+        unverified=withheld,
     )

@@ -3,19 +3,30 @@ time.
 
 Each rung's output is classified (sentinel or structured verdict, :func:`classify_rag`); in
 grounded mode the answer's quotes are checked against the chunks shown, and an unverified answer
-counts as a decline (``ungrounded``). The first rung that answers wins; a declining rung climbs to
-the next (larger) retrieval; a failed call escalates (``rag_error``) unless ``on_rag_error`` is
-``raise``.
+counts as a decline (``ungrounded``), and an output cut short (``finish_reason`` ``length``,
+``content_filter``, or a stream that ended without one) is no verdict at all (``truncated``). The
+first rung that answers wins; a declining rung climbs to the next (larger) retrieval; a failed call
+escalates (``rag_error``, with a warning on the ``selfroute`` logger) unless ``on_rag_error`` is
+``raise``; a provider's rejection of the request (:class:`~selfroute.ModelConfigurationError`)
+always raises.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from selfroute._errors import ModelOutputError
+from selfroute._faults import TRUNCATING
 from selfroute._flow._config import OnError, RouteConfig
-from selfroute._flow._state import CALLER_ERRORS, FlowState, Steps, expect_generation, record_step
+from selfroute._flow._state import (
+    CALLER_ERRORS,
+    FlowState,
+    Steps,
+    expect_generation,
+    record_step,
+    warn_escalation,
+)
 from selfroute._flow._steps import Generate, Generation, StructuredRequest
 from selfroute._grounding import Grounding, GroundingSource, check_grounding, split_quotes
 from selfroute._redact import redact_exception
@@ -71,8 +82,8 @@ def rag_ladder(state: FlowState) -> Steps[FlowState]:
             break  # the retriever has nothing more to show: another rung would repeat
         state = yield from rag_rung(state, state.ranked[:rung])
         shown = len(state.passages)
-        if state.reason in (Reason.ANSWERED, Reason.RAG_ERROR):
-            break
+        if state.reason in (Reason.ANSWERED, Reason.RAG_ERROR, Reason.TRUNCATED):
+            break  # a cut-short output would be cut again with more chunks
     return state
 
 
@@ -127,11 +138,14 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
         failed = StepRecord(
             stage=Stage.RAG, usage=Usage.zero(), error=redact_exception(exc), k=len(passages)
         )
+        warn_escalation("the RAG-step model call failed", exc)
         return state.with_step(
             failed, error=f"rag: {redact_exception(exc)}", reason=Reason.RAG_ERROR
         )
     gen = expect_generation(answer)
     outcome = classify_rag(gen, step, passages, cfg)
+    if gen.finish_reason in TRUNCATING:  # cut short: whatever it says is not a verdict
+        outcome = replace(outcome, answered=False, reason=Reason.TRUNCATED)
     used = step.structured.prompt if outcome.structured and step.structured else step.prompt
     record = record_step(
         Stage.RAG,

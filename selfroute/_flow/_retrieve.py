@@ -10,7 +10,7 @@ from typing import Any
 
 from selfroute._errors import RetrievalError
 from selfroute._flow._config import OnError
-from selfroute._flow._state import CALLER_ERRORS, FlowState, Steps, to_passages
+from selfroute._flow._state import CALLER_ERRORS, FlowState, Steps, to_passages, warn_escalation
 from selfroute._flow._steps import Retrieve
 from selfroute._redact import redact_exception
 from selfroute._result import Reason
@@ -43,6 +43,7 @@ def retrieve(state: FlowState) -> Steps[FlowState]:
             raise RetrievalError(
                 f"retrieval failed: {redact_exception(exc)}", question=state.question
             ) from exc
+        warn_escalation("retrieval failed", exc)
         return state.evolve(
             error=f"retrieval: {redact_exception(exc)}",
             retrieval_failed=True,

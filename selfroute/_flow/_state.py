@@ -7,9 +7,10 @@ Each stage is a generator that takes a :class:`FlowState`, yields step requests,
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from selfroute._errors import (
@@ -24,6 +25,7 @@ from selfroute._flow._config import RouteConfig, validate_question
 from selfroute._flow._fit import LongContextPrompt
 from selfroute._flow._steps import Generation, Step
 from selfroute._grounding import Grounding
+from selfroute._redact import redact_exception
 from selfroute._result import Abstention, Passage, Reason, Route, Stage, StepRecord
 from selfroute._tokens import TokenCounter
 from selfroute._usage import Usage
@@ -39,7 +41,10 @@ __all__ = [
     "record_step",
     "start",
     "to_passages",
+    "warn_escalation",
 ]
+
+logger = logging.getLogger("selfroute")
 
 T = TypeVar("T")
 
@@ -104,12 +109,25 @@ class FlowState:
         return self.config.counter
 
     def evolve(self, **changes: Any) -> FlowState:
-        """A copy with ``changes`` applied."""
-        return replace(self, **changes)
+        """A copy with ``changes`` applied (``dataclasses.replace`` without re-running
+        ``__init__``: the flow makes a few copies per question, so they stay cheap).
+
+        Raises:
+            TypeError: A name in ``changes`` is not a field.
+        """
+        unknown = changes.keys() - _STATE_FIELDS
+        if unknown:
+            raise TypeError(f"FlowState has no field(s) {sorted(unknown)}")
+        new = object.__new__(FlowState)
+        new.__dict__.update(self.__dict__, **changes)  # frozen: fill the copy's dict directly
+        return new
 
     def with_step(self, record: StepRecord, **changes: Any) -> FlowState:
         """A copy with ``record`` appended to :attr:`steps` (and ``changes`` applied)."""
-        return replace(self, steps=(*self.steps, record), **changes)
+        return self.evolve(steps=(*self.steps, record), **changes)
+
+
+_STATE_FIELDS = frozenset(f.name for f in fields(FlowState))
 
 
 @dataclass(frozen=True)
@@ -169,6 +187,12 @@ def start(question: str, config: RouteConfig) -> FlowState:
     return FlowState(question=q, config=config, started=time.perf_counter())
 
 
+def warn_escalation(what: str, exc: BaseException) -> None:
+    """Log an error-driven escalation to long context (a warning on the ``selfroute`` logger):
+    escalating on errors spends the expensive model, so it must never be silent."""
+    logger.warning("%s; escalating to long context: %s", what, redact_exception(exc))
+
+
 def to_passages(items: Any) -> tuple[Passage, ...]:
     """The retriever's answer as passages, or :class:`~selfroute.SelfRouteError`."""
     if items is None:
@@ -213,5 +237,6 @@ def record_step(
         latency_s=gen.latency_s,
         prompt_tokens_estimate=prompt_tokens,
         output=gen.text,
+        finish_reason=gen.finish_reason,
         **facts,
     )

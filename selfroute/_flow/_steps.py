@@ -170,6 +170,11 @@ class Generation:
         structured_error: Set (to what went wrong) when the handler used the structured form
             but got no valid object back; ``text`` then holds the raw output. The flow accepts
             a plain decline in it and fails safe to long context on anything else.
+        finish_reason: How the call ended, in the core's words (the adapter normalizes the
+            provider's value: ``stop``, ``length``, ``content_filter``, ``tool_calls``,
+            ``incomplete`` for a stream that ended without one), or ``None`` when the provider
+            did not say. ``length``, ``content_filter`` and ``incomplete`` mean the text was cut
+            short: a RAG answer so cut is not a verdict (``truncated``).
     """
 
     text: str
@@ -178,11 +183,13 @@ class Generation:
     latency_s: float = 0.0
     structured: Mapping[str, Any] | None = None
     structured_error: str | None = None
+    finish_reason: str | None = None
 
 
 @dataclass(frozen=True)
 class GenerationChunk:
-    """A piece of a streamed model call; usage and model usually arrive on the last piece.
+    """A piece of a streamed model call; usage, model and finish reason usually arrive on the
+    last piece (the drivers keep the last finish reason set).
 
     A structured RAG step (not streamed by the model) arrives as one piece whose ``structured`` /
     ``structured_error`` carry what :class:`Generation` would (the drivers keep the last set).
@@ -193,6 +200,7 @@ class GenerationChunk:
     model: str | None = None
     structured: Mapping[str, Any] | None = None
     structured_error: str | None = None
+    finish_reason: str | None = None
 
     @classmethod
     def of(cls, gen: Generation) -> GenerationChunk:
@@ -203,6 +211,7 @@ class GenerationChunk:
             model=gen.model,
             structured=gen.structured,
             structured_error=gen.structured_error,
+            finish_reason=gen.finish_reason,
         )
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import inspect
+import pathlib
+
+import pytest
 
 import selfroute as sr
 from selfroute._flow import _core
@@ -27,8 +30,6 @@ def test_build_result_prices_the_steps_and_always_lc() -> None:
 
 
 def test_only_the_result_builder_constructs_route_results() -> None:
-    import pathlib
-
     package = pathlib.Path(_core.__file__).parent
     builders = []
     for path in sorted(package.glob("*.py")):
@@ -45,3 +46,19 @@ def test_the_top_level_flow_stays_short() -> None:
         if isinstance(n, ast.FunctionDef) and n.name == "self_route_flow"
     ]
     assert node.end_lineno is not None and node.end_lineno - node.lineno + 1 < 80
+
+
+def test_state_copies_are_new_objects_and_reject_unknown_fields() -> None:
+    st = state()
+    changed = st.evolve(error="x", reason=sr.Reason.NO_CHUNKS)
+    assert (changed.error, changed.reason, st.error, st.reason) == (
+        "x",
+        sr.Reason.NO_CHUNKS,
+        None,
+        None,
+    )
+    assert changed == st.evolve(error="x", reason=sr.Reason.NO_CHUNKS) and changed != st
+    with pytest.raises(TypeError, match="no field"):
+        st.evolve(answer="x")
+    with pytest.raises(AttributeError):
+        changed.error = "y"  # type: ignore[misc]
