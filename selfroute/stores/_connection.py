@@ -31,6 +31,7 @@ from selfroute.stores._health import (
     is_read_only,
     snapshot,
 )
+from selfroute.stores._journal import writer_lock
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -94,7 +95,40 @@ def _collection_names(client: Any, location: str) -> set[str]:
         raise explain_failure(exc, location, "listing the collections of") from exc
 
 
+def _get_or_create(
+    client: Any, name: str, *, embedding_function: Any, metadata: dict[str, Any]
+) -> Any:
+    """A cosine collection without Chroma's full-text index of the documents.
+
+    selfroute searches text with its own BM25 index, so Chroma's trigram index (built on every
+    write, about a sixth of the write time) is left out where the Chroma version allows it.
+    """
+    try:
+        from chromadb import FtsIndexConfig, Schema, VectorIndexConfig
+    except ImportError:  # pragma: no cover - Chroma before schemas
+        schema = None
+    else:
+        schema = Schema()
+        schema.delete_index(config=FtsIndexConfig(), key="#document")
+        schema.create_index(
+            config=VectorIndexConfig(space="cosine", embedding_function=embedding_function)
+        )
+    if schema is not None:
+        try:
+            # the schema carries the embedding function (both at once is refused)
+            return client.get_or_create_collection(name, metadata=metadata, schema=schema)
+        except TypeError:  # pragma: no cover - a client that takes no schema
+            pass
+    return client.get_or_create_collection(
+        name,
+        embedding_function=embedding_function,
+        metadata=metadata,
+        configuration={"hnsw": {"space": "cosine"}},
+    )
+
+
 def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
+    """A ``chromadb.HttpClient`` for ``http(s)://host:port``."""
     parts = _server_url(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
@@ -167,12 +201,14 @@ class StoreConnection:
         #: How long to wait for another process's lock on the database before failing.
         self.lock_timeout_s = LOCK_TIMEOUT_S
         self._seen: str | None = None
+        self._seen_disk: object = None
         self._factory = embedding_factory
         self._chunks: Any = None
         self._documents: Any = None
         self._choice: EmbeddingChoice | None = None
         self._function: Any = None
         self._chunk_words: int | None = None
+        self._max_batch: int | None = None
 
     @property
     def location(self) -> str:
@@ -187,6 +223,12 @@ class StoreConnection:
             server = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{parts.hostname}_{parts.port or ''}")
             return self.path / "bm25" / f"server-{server}" / self.collection_name
         return self.path / "bm25" / self.collection_name
+
+    @property
+    def journal_path(self) -> Path:
+        """The indexing journal of the collection (:mod:`._journal`)."""
+        bm25 = self.bm25_dir
+        return bm25.with_name(f".{bm25.name}.journal")
 
     def client(self, create: bool) -> Any:
         """The ``chromadb`` client, connected on first use."""
@@ -254,7 +296,8 @@ class StoreConnection:
             with quiet_chroma():
                 chunks = client.get_collection(name)
         with quiet_chroma():
-            documents = client.get_or_create_collection(
+            documents = _get_or_create(
+                client,
                 docs_name,
                 embedding_function=None,
                 metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": name},
@@ -278,12 +321,7 @@ class StoreConnection:
         if choice.base_url:
             metadata[_META_EMBEDDING_URL] = choice.base_url
         with quiet_chroma():
-            chunks = client.get_or_create_collection(
-                name,
-                embedding_function=function,
-                metadata=metadata,
-                configuration={"hnsw": {"space": "cosine"}},
-            )
+            chunks = _get_or_create(client, name, embedding_function=function, metadata=metadata)
         self._function = function
         return chunks
 
@@ -344,30 +382,31 @@ class StoreConnection:
         check_not_locked(self.path / DATABASE_FILE, self.lock_timeout_s, str(self.path))
 
     def note_committed(self, ids: Sequence[str]) -> bool:
-        """Record the committed document ids just read; reopen when another process changed them.
-
-        An embedded ``PersistentClient`` keeps its vector index in memory: documents another
-        process indexes afterwards are in the database (their records are read fresh) but not
-        in this client's nearest-neighbour index, so dense retrieval would miss them, or return
-        chunks of a document since rewritten. A change in the committed ids that this process
-        did not write itself (see :meth:`forget_committed`) closes the client and reopens the
-        collections from disk. A Chroma server, or a client the caller gave, is not reopened.
+        """Record the committed document ids just read; reopen the collections when another
+        process changed them (an embedded client's in-memory vector index would miss its new
+        documents). A Chroma server, or a client the caller gave, is never reopened.
 
         Returns:
             Whether the collections were reopened.
         """
         digest = hashlib.sha256("\n".join(ids).encode("utf-8", "surrogatepass")).hexdigest()
         previous, self._seen = self._seen, digest
-        if previous is None or previous == digest or not self._own_client or self.chroma_url:
-            return False
-        self._reopen()
-        return True
+        return self._reopen_if_changed(previous, digest)
+
+    def note_disk_state(self, state: object) -> bool:
+        """Like :meth:`note_committed`, from a cheap signature of the store's files (the saved
+        BM25 index's fingerprint, the journal) instead of the committed ids."""
+        previous, self._seen_disk = self._seen_disk, state
+        return self._reopen_if_changed(previous, state)
 
     def forget_committed(self) -> None:
         """This process changed the committed ids itself (its client's view is current)."""
         self._seen = None
+        self._seen_disk = None
 
-    def _reopen(self) -> None:
+    def _reopen_if_changed(self, previous: object, now: object) -> bool:
+        if previous is None or previous == now or not self._own_client or self.chroma_url:
+            return False
         client, self._client = self._client, None
         self._chunks = self._documents = None
         if client is not None:
@@ -375,6 +414,7 @@ class StoreConnection:
                 client.close()  # releases the cached system, so the next client loads from disk
             _drop_cached_system(client)
         self.open()
+        return True
 
     @property
     def embedding(self) -> EmbeddingChoice:
@@ -390,35 +430,29 @@ class StoreConnection:
         assert self._chunk_words is not None
         return self._chunk_words
 
+    def adopt(self, embedding: EmbeddingChoice, chunk_words: int) -> None:
+        """Create the collection (if new) with this embedding and chunk size unless the caller
+        asked for others (a copy of a collection keeps its settings)."""
+        if self._requested is None:
+            self._requested = embedding
+        if self._requested_chunk_words is None:
+            self._requested_chunk_words = chunk_words
+
+    def max_batch_size(self) -> int:
+        """The most records the client takes in one call."""
+        if self._max_batch is None:
+            try:
+                self._max_batch = int(self.client(create=False).get_max_batch_size())
+            except Exception:  # older clients and servers: Chroma's long-standing minimum
+                self._max_batch = 5461
+        return self._max_batch
+
     def embedding_function(self) -> Any:
         """The collection's embedding function, created on first use."""
         if self._function is None:
             self._function = self._factory(self.embedding)
         return self._function
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
-        lock_path = self.path / f".index-{self.collection_name}.lock"
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            handle = open(lock_path, "a+")  # noqa: SIM115 - closed by the with below
-        except OSError as exc:
-            raise explain_failure(exc, str(self.path), "indexing into") from exc
-        with handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - Windows: no advisory lock
-                yield
-                return
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise StoreError(
-                    f"another `selfroute index` is writing collection {self.collection_name!r} "
-                    f"in {self.path}; wait for it to finish"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return writer_lock(self.path, self.collection_name)

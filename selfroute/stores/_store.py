@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,13 +173,33 @@ class DocumentStore:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         return self._reader.committed_ids()
 
+    @guarded("reading", check_lock=True)
+    def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
+        return self._reader.committed_among(doc_ids)
+
+    @guarded("opening")
+    def refresh(self) -> bool:
+        """Reopen if another process changed the store (see :meth:`StoreReader.refresh`)."""
+        return self._reader.refresh()
+
+    def is_clean(self) -> bool:
+        """Whether every chunk in the store is committed without checking (see
+        :meth:`StoreReader.is_clean`)."""
+        return self._reader.is_clean()
+
+    @guarded("reading", check_lock=True)
+    def document_count(self) -> int:
+        """How many documents are committed."""
+        return self._reader.document_count()
+
     def _document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
         return self._reader.document_records(include_text)
 
     def _iter_chunks(self, include_text: bool) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         return self._reader.iter_chunks(include_text)
 
-    @guarded("reading")
+    @guarded("reading", check_lock=True)
     def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
         """Full documents by id, in the order given (unknown ids are left out)."""
         return self._reader.get_documents(doc_ids)
@@ -189,7 +209,7 @@ class DocumentStore:
         """Chunk texts and metadata by id."""
         return self._reader.get_chunks(chunk_ids)
 
-    @guarded("reading")
+    @guarded("reading", check_lock=True)
     def dense_search(self, query: str, n: int, committed: set[str] | None = None) -> list[Passage]:
         """The ``n`` nearest chunks to ``query`` (of committed documents), best first.
 
@@ -205,7 +225,11 @@ class DocumentStore:
 
     @guarded("reading")
     def bm25(self, committed: Sequence[str] | None = None) -> BM25Index:
-        """The BM25 index of the committed chunks, loaded, or rebuilt if stale."""
+        """The BM25 index of the committed chunks, loaded, or rebuilt if stale.
+
+        Without ``committed``: the index the last ``index`` run saved (no listing of the
+        committed documents); with no saved index, one rebuilt from the committed chunks.
+        """
         return self._lexical.current(committed)
 
     @guarded("reading")
@@ -261,10 +285,15 @@ class DocumentStore:
 
     # -- facts -----------------------------------------------------------------------------------
     @guarded("reading", check_lock=True)
-    def stats(self, *, documents: bool = False) -> StoreStats:
+    def stats(
+        self, *, documents: bool = False, progress: Callable[[str, int], None] | None = None
+    ) -> StoreStats:
         """Counts of documents, chunks and words; embedding; BM25 state; orphan chunks.
 
         Args:
             documents: Also list every document (path, words, chunks, format).
+            progress: Called with ``("documents", n)`` as the records are read.
         """
-        return collect_stats(self._conn, self._reader, self._lexical, documents=documents)
+        return collect_stats(
+            self._conn, self._reader, self._lexical, documents=documents, progress=progress
+        )
