@@ -9,6 +9,10 @@ raise and report into the core's vocabulary:
   ``None`` for a transient fault (timeouts, connection errors, 408, 409, 429 after the client's
   own retries, 5xx) or an error that carries no status. A rejection is raised as
   :class:`~selfroute.ModelConfigurationError` (:func:`classified`); it is never escalated.
+* :func:`mark_processed` / :func:`processed_output` -- evidence that a failed call reached the
+  provider and was worked on (a stream that broke after its first chunks, a 200 reply with no
+  choices), with the text received so far; the flow then records the call's tokens as a local
+  estimate instead of zero, so the ledger does not under-report a call that may be billed.
 * :func:`normalize_finish_reason` -- a provider's finish reason (``length``, ``MAX_TOKENS``,
   ``max_tokens``, ``content_filter``, ``SAFETY`` ...) in the core's words: ``stop``, ``length``,
   ``content_filter``, ``tool_calls`` or ``incomplete`` (a stream that ended without any finish
@@ -19,7 +23,7 @@ raise and report into the core's vocabulary:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from selfroute._errors import ModelConfigurationError, ModelOutputError
 from selfroute._redact import redact_exception
@@ -29,9 +33,39 @@ __all__ = [
     "INCOMPLETE",
     "TRUNCATING",
     "classified",
+    "mark_processed",
     "normalize_finish_reason",
+    "processed_output",
     "provider_rejection",
 ]
+
+_PROCESSED = "_selfroute_processed_output"
+
+
+def mark_processed(exc: BaseException, output: str = "") -> None:
+    """Record on ``exc`` that its call reached the provider and was worked on.
+
+    Args:
+        exc: The failure of the call.
+        output: The text the provider sent before the failure.
+    """
+    with suppress(AttributeError, TypeError):  # an exception type without a __dict__
+        setattr(exc, _PROCESSED, output)
+
+
+def processed_output(exc: BaseException) -> str | None:
+    """The text received before ``exc`` if the provider worked on the call, else ``None``
+    (no evidence: refused before sending, an HTTP error status, or unknown)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        value = getattr(current, _PROCESSED, None)
+        if isinstance(value, str):
+            return value
+        current = current.__cause__ or current.__context__
+    return None
+
 
 #: The finish reason of a stream that ended without one (no final chunk, no ``[DONE]``).
 INCOMPLETE = "incomplete"
@@ -132,9 +166,11 @@ def classified(stage: Stage, model: str | None = None) -> Iterator[None]:
     try:
         yield
     except IndexError as exc:  # LangChain and LlamaIndex read choices[0] of an empty list
-        raise ModelOutputError(
+        empty = ModelOutputError(
             f"the {what} model{named} returned an empty reply (no choices)", stage=stage.value
-        ) from exc
+        )
+        mark_processed(empty)  # a 200 reply: the provider did the work (and may bill it)
+        raise empty from exc
     except Exception as exc:
         status = provider_rejection(exc)
         if status is None or isinstance(exc, ModelConfigurationError):

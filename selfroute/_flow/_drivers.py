@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from selfroute._errors import SelfRouteError
+from selfroute._faults import mark_processed
 from selfroute._flow._steps import (
     AsyncStepHandler,
     Generate,
@@ -112,6 +113,11 @@ class _StreamState:
             self.sniffer = None
         if step.stage is Stage.LONG_CONTEXT:
             self.lc_held = step.hold
+
+    def broke(self, exc: BaseException) -> None:
+        """The stream failed: if chunks had arrived, the provider worked on the call."""
+        if getattr(self, "last", None) is not None or any(getattr(self, "parts", ())):
+            mark_processed(exc, "".join(self.parts))
 
     def generation(self) -> Generation:
         """The streamed call as one :class:`Generation` (text joined, usage summed, the model
@@ -344,6 +350,9 @@ class _ThreadSpeculation:
                 if self.cancelled.is_set():
                     return None
                 collected.feed(step, chunk)
+        except Exception as exc:
+            collected.broke(exc)
+            raise
         finally:
             close = getattr(chunks, "close", None)
             if callable(close):
@@ -417,8 +426,12 @@ def drive(
             elif isinstance(step, Generate):
                 if stream:
                     state.start(step)
-                    for chunk in _bounded_stream(handler.stream(step), step.timeout_s):
-                        yield from state.feed(step, chunk)
+                    try:
+                        for chunk in _bounded_stream(handler.stream(step), step.timeout_s):
+                            yield from state.feed(step, chunk)
+                    except Exception as exc:
+                        state.broke(exc)
+                        raise
                     gen = state.generation()
                 else:
                     call = functools.partial(handler.generate, step)
@@ -465,9 +478,15 @@ async def adrive(
                 elif isinstance(step, Generate):
                     if stream:
                         state.start(step)
-                        async for chunk in _abounded_stream(handler.astream(step), step.timeout_s):
-                            for ev in state.feed(step, chunk):
-                                yield ev
+                        try:
+                            async for chunk in _abounded_stream(
+                                handler.astream(step), step.timeout_s
+                            ):
+                                for ev in state.feed(step, chunk):
+                                    yield ev
+                        except Exception as exc:
+                            state.broke(exc)
+                            raise
                         gen = state.generation()
                     else:
                         call = handler.agenerate(step)

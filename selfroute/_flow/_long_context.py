@@ -10,6 +10,7 @@ call raises :class:`~selfroute.LongContextError` carrying the partial result.
 from __future__ import annotations
 
 from selfroute._errors import LongContextError, RetrievalError
+from selfroute._faults import processed_output
 from selfroute._flow._config import clean_answer
 from selfroute._flow._finish import build_result
 from selfroute._flow._fit import LongContextPrompt, fit_long_context
@@ -21,6 +22,7 @@ from selfroute._flow._state import (
     Priced,
     Steps,
     expect_generation,
+    failed_step,
     record_step,
 )
 from selfroute._flow._steps import Generate, Generation, LoadLongContext
@@ -66,10 +68,14 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
     try:
         gen = yield from call
     except Exception as exc:
+        failed = state
+        if processed_output(exc) is not None:  # the provider worked on it: keep its tokens
+            record = failed_step(Stage.LONG_CONTEXT, exc, lc.prompt, state.counter)
+            failed = state.with_step(record)
         late = _late(state)
         raise LongContextError(
             f"long-context model call failed{late}: {redact_exception(exc)}{_after(state)}",
-            partial=_partial(state, priced),
+            partial=_partial(failed, priced),
             question=state.question,
             deadline_s=state.config.deadline_s if late else None,
         ) from exc

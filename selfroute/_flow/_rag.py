@@ -24,15 +24,15 @@ from selfroute._flow._state import (
     FlowState,
     Steps,
     expect_generation,
+    failed_step,
     record_step,
     warn_escalation,
 )
 from selfroute._flow._steps import Generate, Generation, StructuredRequest
 from selfroute._grounding import Grounding, GroundingSource, check_grounding, split_quotes
 from selfroute._redact import redact_exception
-from selfroute._result import Passage, Reason, Stage, StepRecord
+from selfroute._result import Passage, Reason, Stage
 from selfroute._structured import VerdictMode, parse_structured_verdict, verdict_schema
-from selfroute._usage import Usage
 from selfroute._verdict import Verdict, VerdictKind, parse_verdict
 
 __all__ = ["RagVerdict", "classify_rag", "rag_ladder", "rag_rung", "rag_step"]
@@ -136,9 +136,7 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
             raise ModelOutputError(
                 f"RAG-step model call failed: {redact_exception(exc)}", question=state.question
             ) from exc
-        failed = StepRecord(
-            stage=Stage.RAG, usage=Usage.zero(), error=redact_exception(exc), k=len(passages)
-        )
+        failed = failed_step(Stage.RAG, exc, step.prompt, state.counter, k=len(passages))
         warn_escalation("the RAG-step model call failed", exc)
         return state.with_step(
             failed, error=f"rag: {redact_exception(exc)}", reason=Reason.RAG_ERROR

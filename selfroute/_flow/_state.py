@@ -20,6 +20,7 @@ from selfroute._errors import (
     ModelOutputError,
     SelfRouteError,
 )
+from selfroute._faults import processed_output
 from selfroute._fitting import FittedContext
 from selfroute._flow._config import RouteConfig, validate_question
 from selfroute._flow._fit import LongContextPrompt
@@ -246,6 +247,32 @@ def expect_generation(gen: Any) -> Generation:
             f"generate handler returned {type(gen).__name__}; expected Generation"
         )
     return gen
+
+
+def failed_step(
+    stage: Stage, exc: BaseException, prompt: str, counter: TokenCounter, **facts: Any
+) -> StepRecord:
+    """The record of a failed model call.
+
+    Its usage is zero unless there is evidence that the provider worked on the call (a stream
+    that broke after its first chunks, a 200 reply with no choices: see
+    :func:`selfroute._faults.processed_output`); then the prompt and the text received are
+    counted locally, labelled an estimate, so the ledger does not under-report a call that may
+    be billed.
+    """
+    received = processed_output(exc)
+    usage = (
+        Usage.zero()
+        if received is None
+        else Usage.of(counter.count(prompt), counter.count(received), source=counter.source)
+    )
+    return StepRecord(
+        stage=stage,
+        usage=usage,
+        error=redact_exception(exc),
+        output=received or None,
+        **facts,
+    )
 
 
 def record_step(

@@ -41,7 +41,7 @@ from selfroute._flow import (
 )
 from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
-from selfroute._redact import redact
+from selfroute._redact import describe_exception
 from selfroute._result import Passage, RouteResult, Stage
 from selfroute._simple import LexicalIndex
 from selfroute._structured import VerdictMode, load_structured, structured_unsupported
@@ -453,7 +453,7 @@ async def _guarded(
         if session.on_error == "raise":
             raise
         record.prediction = None
-        record.error = redact(f"{type(exc).__name__}: {exc}")
+        record.error = describe_exception(exc)  # redacted and capped
         partial = getattr(exc, "partial", None)
         if isinstance(partial, RouteResult):
             _from_result(record, partial)

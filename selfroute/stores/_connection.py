@@ -23,6 +23,14 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+from selfroute.stores._health import (
+    DATABASE_FILE,
+    catchable,
+    check_not_locked,
+    explain_failure,
+    is_read_only,
+    snapshot,
+)
 from selfroute.stores._journal import writer_lock
 
 __all__ = [
@@ -40,6 +48,9 @@ DEFAULT_STORE = ".selfroute"
 DEFAULT_COLLECTION = "selfroute"
 #: Suffix of the collection holding the full documents.
 DOCUMENTS_SUFFIX = "__documents"
+
+#: Seconds to wait for another process's lock on the store's database (then a clear error).
+LOCK_TIMEOUT_S = 15.0
 
 _SCHEMA = 1
 _META_SCHEMA = "selfroute:schema"
@@ -78,8 +89,10 @@ def _collection_names(client: Any, location: str) -> set[str]:
     try:
         with quiet_chroma():
             return {c if isinstance(c, str) else c.name for c in client.list_collections()}
-    except Exception as exc:
-        raise StoreError(f"cannot list collections at {location}: {exc}") from exc
+    except BaseException as exc:
+        if not catchable(exc):
+            raise
+        raise explain_failure(exc, location, "listing the collections of") from exc
 
 
 def _get_or_create(
@@ -183,6 +196,10 @@ class StoreConnection:
         self._requested_chunk_words = chunk_words
         self._client = client
         self._own_client = client is None
+        #: The store folder was read-only and is queried through a private copy.
+        self.read_only = False
+        #: How long to wait for another process's lock on the database before failing.
+        self.lock_timeout_s = LOCK_TIMEOUT_S
         self._seen: str | None = None
         self._seen_disk: object = None
         self._factory = embedding_factory
@@ -231,15 +248,20 @@ class StoreConnection:
                 f"no store at {self.path}: run `selfroute index PATH` first (or pass --store)",
                 location=str(self.path),
             )
+        # an absolute path: Chroma caches clients by path string, and a relative one would
+        # follow the working directory to another store
+        folder = self.path.resolve()
+        if not create and is_read_only(self.path):
+            folder, self.read_only = snapshot(self.path), True  # Chroma must write to open
+        else:
+            check_not_locked(folder / DATABASE_FILE, self.lock_timeout_s, str(self.path))
         try:
             with quiet_chroma():
-                # an absolute path: Chroma caches clients by path string, and a relative one
-                # would follow the working directory to another store
-                self._client = chromadb.PersistentClient(
-                    path=str(self.path.resolve()), settings=settings
-                )
-        except Exception as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+                self._client = chromadb.PersistentClient(path=str(folder), settings=settings)
+        except BaseException as exc:
+            if not catchable(exc):
+                raise
+            raise explain_failure(exc, str(self.path), "opening") from exc
         return self._client
 
     def open(self, create: bool = False) -> tuple[Any, Any]:
@@ -352,45 +374,39 @@ class StoreConnection:
                 pass
             client.delete_collection(name)
 
-    def note_committed(self, ids: Sequence[str]) -> bool:
-        """Record the committed document ids just read; reopen when another process changed them.
+    def check_lock(self) -> None:
+        """Once the embedded database is open: fail after a bounded wait if another process
+        holds it locked (Chroma itself would wait without end, and without a word)."""
+        if self._client is None or not self._own_client or self.chroma_url or self.read_only:
+            return
+        check_not_locked(self.path / DATABASE_FILE, self.lock_timeout_s, str(self.path))
 
-        An embedded ``PersistentClient`` keeps its vector index in memory: documents another
-        process indexes afterwards are in the database (their records are read fresh) but not
-        in this client's nearest-neighbour index, so dense retrieval would miss them, or return
-        chunks of a document since rewritten. A change in the committed ids that this process
-        did not write itself (see :meth:`forget_committed`) closes the client and reopens the
-        collections from disk. A Chroma server, or a client the caller gave, is not reopened.
+    def note_committed(self, ids: Sequence[str]) -> bool:
+        """Record the committed document ids just read; reopen the collections when another
+        process changed them (an embedded client's in-memory vector index would miss its new
+        documents). A Chroma server, or a client the caller gave, is never reopened.
 
         Returns:
             Whether the collections were reopened.
         """
         digest = hashlib.sha256("\n".join(ids).encode("utf-8", "surrogatepass")).hexdigest()
         previous, self._seen = self._seen, digest
-        if previous is None or previous == digest or not self._own_client or self.chroma_url:
-            return False
-        self._reopen()
-        return True
+        return self._reopen_if_changed(previous, digest)
 
     def note_disk_state(self, state: object) -> bool:
         """Like :meth:`note_committed`, from a cheap signature of the store's files (the saved
-        BM25 index's fingerprint, the journal) instead of the committed ids.
-
-        Returns:
-            Whether the collections were reopened.
-        """
+        BM25 index's fingerprint, the journal) instead of the committed ids."""
         previous, self._seen_disk = self._seen_disk, state
-        if previous is None or previous == state or not self._own_client or self.chroma_url:
-            return False
-        self._reopen()
-        return True
+        return self._reopen_if_changed(previous, state)
 
     def forget_committed(self) -> None:
         """This process changed the committed ids itself (its client's view is current)."""
         self._seen = None
         self._seen_disk = None
 
-    def _reopen(self) -> None:
+    def _reopen_if_changed(self, previous: object, now: object) -> bool:
+        if previous is None or previous == now or not self._own_client or self.chroma_url:
+            return False
         client, self._client = self._client, None
         self._chunks = self._documents = None
         if client is not None:
@@ -398,6 +414,7 @@ class StoreConnection:
                 client.close()  # releases the cached system, so the next client loads from disk
             _drop_cached_system(client)
         self.open()
+        return True
 
     @property
     def embedding(self) -> EmbeddingChoice:

@@ -35,6 +35,7 @@ from selfroute.stores._connection import (
 )
 from selfroute.stores._embedding import EmbeddingChoice, create_embedding_function
 from selfroute.stores._errors import CollectionNotFoundError
+from selfroute.stores._health import guarded
 from selfroute.stores._indexing import Indexer, IndexReport, ProgressFn, slow_hook
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import DEFAULT_MAX_FILE_BYTES
@@ -132,11 +133,13 @@ class DocumentStore:
         return self._conn.location
 
     @property
+    @guarded("opening", check_lock=True)
     def embedding(self) -> EmbeddingChoice:
         """The collection's embedding (opens the collection)."""
         return self._conn.embedding
 
     @property
+    @guarded("opening")
     def chunk_words(self) -> int:
         """Words per chunk of the collection (opens the collection)."""
         return self._conn.chunk_words
@@ -147,6 +150,15 @@ class DocumentStore:
     def _lock(self) -> contextlib.AbstractContextManager[None]:
         return self._conn.lock()
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store folder is read-only (it is queried through a private copy)."""
+        return self._conn.read_only
+
+    def _check_lock(self) -> None:
+        self._conn.check_lock()
+
+    @guarded("opening", check_lock=True)
     def exists(self) -> bool:
         """Whether the collection exists (never creates it)."""
         try:
@@ -156,14 +168,17 @@ class DocumentStore:
         return True
 
     # -- reading ---------------------------------------------------------------------------------
+    @guarded("reading", check_lock=True)
     def committed_ids(self) -> list[str]:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         return self._reader.committed_ids()
 
+    @guarded("reading", check_lock=True)
     def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
         """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
         return self._reader.committed_among(doc_ids)
 
+    @guarded("opening")
     def refresh(self) -> bool:
         """Reopen if another process changed the store (see :meth:`StoreReader.refresh`)."""
         return self._reader.refresh()
@@ -173,6 +188,7 @@ class DocumentStore:
         :meth:`StoreReader.is_clean`)."""
         return self._reader.is_clean()
 
+    @guarded("reading", check_lock=True)
     def document_count(self) -> int:
         """How many documents are committed."""
         return self._reader.document_count()
@@ -183,14 +199,17 @@ class DocumentStore:
     def _iter_chunks(self, include_text: bool) -> Iterator[tuple[str, dict[str, Any], str | None]]:
         return self._reader.iter_chunks(include_text)
 
+    @guarded("reading", check_lock=True)
     def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
         """Full documents by id, in the order given (unknown ids are left out)."""
         return self._reader.get_documents(doc_ids)
 
+    @guarded("reading")
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """Chunk texts and metadata by id."""
         return self._reader.get_chunks(chunk_ids)
 
+    @guarded("reading", check_lock=True)
     def dense_search(self, query: str, n: int, committed: set[str] | None = None) -> list[Passage]:
         """The ``n`` nearest chunks to ``query`` (of committed documents), best first.
 
@@ -204,6 +223,7 @@ class DocumentStore:
         """Folder of this collection's BM25 indexes."""
         return self._conn.bm25_dir
 
+    @guarded("reading")
     def bm25(self, committed: Sequence[str] | None = None) -> BM25Index:
         """The BM25 index of the committed chunks, loaded, or rebuilt if stale.
 
@@ -212,6 +232,7 @@ class DocumentStore:
         """
         return self._lexical.current(committed)
 
+    @guarded("reading")
     def rebuild_bm25(self, committed: Sequence[str] | None = None) -> tuple[BM25Index, list[str]]:
         """Rebuild and save the BM25 index from the committed chunks.
 
@@ -220,11 +241,13 @@ class DocumentStore:
         """
         return self._lexical.rebuild(committed)
 
+    @guarded("reading")
     def bm25_state(self) -> tuple[str, int | None]:
         """``("current" | "stale" | "missing", indexed chunks or None)``."""
         return self._lexical.state()
 
     # -- writing ---------------------------------------------------------------------------------
+    @guarded("indexing into", check_lock=True)
     def index(
         self,
         paths: Sequence[str | os.PathLike[str]],
@@ -261,6 +284,7 @@ class DocumentStore:
         )
 
     # -- facts -----------------------------------------------------------------------------------
+    @guarded("reading", check_lock=True)
     def stats(
         self, *, documents: bool = False, progress: Callable[[str, int], None] | None = None
     ) -> StoreStats:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,146 @@ def test_chat_sees_documents_indexed_while_it_runs(
     assert run(capsys, *argv, "--base-url", openai_server.base_url)[0] == 0
     second = prompt_text(openai_server.requests[1])
     assert "Zentharia" in second
+
+
+# -- finding 16: read-only, full, damaged and locked stores -------------------------------------
+def _indexed_store(tmp_path: Path) -> Path:
+    docs = copy_docs(tmp_path / "docs")
+    DocumentStore(tmp_path / "store", embedding="offline").index([docs])
+    return tmp_path / "store"
+
+
+def _run_quiet(argv: list[str]) -> bool:
+    return subprocess.run(argv, capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture
+def read_only_store(tmp_path: Path) -> Iterator[Path]:
+    """An indexed store in a read-only folder: a read-only bind mount when running as root
+    (root ignores permission bits), else the permission bits themselves."""
+    store = _indexed_store(tmp_path)
+    if os.geteuid() != 0:
+        for p in [store, *store.rglob("*")]:
+            p.chmod(p.stat().st_mode & ~0o222)
+        yield store
+        for p in [store, *store.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
+        return
+    mount = tmp_path / "mounted"
+    mount.mkdir()
+    if not _run_quiet(["mount", "--bind", str(store), str(mount)]):
+        pytest.skip("cannot make a read-only folder here (root without mount)")
+    try:
+        if not _run_quiet(["mount", "-o", "remount,bind,ro", str(mount)]):
+            pytest.skip("cannot remount read-only here")
+        yield mount
+    finally:
+        _run_quiet(["umount", "-l", str(mount)])
+
+
+def test_a_read_only_store_can_be_queried(
+    read_only_store: Path,
+    capsys: pytest.CaptureFixture[str],
+    openai_server: ScriptedOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfroute.stores import HybridRetriever
+
+    with pytest.raises(OSError):
+        (read_only_store / "probe").write_text("x")  # really read-only
+    store = DocumentStore(read_only_store)
+    passages = HybridRetriever(store, k=2).retrieve("Who proclaimed the oil embargo?")
+    assert passages and store.read_only
+    assert store.stats().documents == 4
+    code, out, err = run(capsys, "stats", "--store", str(read_only_store))
+    assert code == 0 and "documents    4" in out
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-000000000000000000000")
+    openai_server.responder = lambda body: "An answer."
+    argv = ["ask", "Who proclaimed the oil embargo?", "--store", str(read_only_store)]
+    code, out, err = run(capsys, *argv, "--model", "m", "--base-url", openai_server.base_url)
+    assert code == 0 and "An answer." in out
+    docs = read_only_store.parent / "docs"
+    code, out, err = run(capsys, "index", str(docs), "--store", str(read_only_store))
+    assert code == 1 and f"the store at {read_only_store} is not writable" in err
+
+
+def test_a_full_disk_says_no_space_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a small tmpfs needs root")
+    full = tmp_path / "full"
+    full.mkdir()
+    if not _run_quiet(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(full)]):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        docs = tmp_path / "big"
+        docs.mkdir()
+        for i in range(12):  # ~2.4 MB of distinct words: more than the 2 MB device holds
+            (docs / f"d{i}.txt").write_text(" ".join(f"w{i}x{j}" for j in range(20_000)))
+        argv = ["index", str(docs), "--store", str(full / "store"), "--embedding", "offline"]
+        code, _, err = run(capsys, *argv, "--progress", "never")
+        assert code == 1
+        assert f"no space left on the device holding the store at {full / 'store'}" in err
+        assert "compaction" not in err.split("(")[0]
+    finally:
+        _run_quiet(["umount", "-l", str(full)])
+
+
+def _damage(database: Path) -> None:
+    data = bytearray(database.read_bytes())
+    page = 4096
+    pages = len(data) // page
+    for i in range(pages // 4, 3 * pages // 4):
+        data[i * page : (i + 1) * page] = b"\xde\xad\xbe\xef" * (page // 4)
+    database.write_bytes(bytes(data))
+
+
+def test_a_damaged_database_is_named_as_such(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    openai_server: ScriptedOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = _indexed_store(tmp_path)
+    _damage(store / "chroma.sqlite3")
+    code, _, err = run(capsys, "stats", "--store", str(store))
+    assert code == 1 and f"the store at {store} is damaged" in err
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy-000000000000000000000")
+    argv = ["ask", "Who proclaimed the oil embargo?", "--store", str(store), "--model", "m"]
+    code, _, err = run(capsys, *argv, "--base-url", openai_server.base_url)
+    assert code == 1 and f"the store at {store} is damaged" in err
+    assert "no long context" not in err
+    assert openai_server.calls == 0
+
+
+def test_a_locked_database_fails_after_a_bounded_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selfroute.stores import StoreError
+
+    store = _indexed_store(tmp_path)
+    monkeypatch.setattr("selfroute.stores._connection.LOCK_TIMEOUT_S", 0.5)
+    opened = DocumentStore(store)
+    assert opened.committed_ids()  # a long-lived reader, opened before the lock
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"c = sqlite3.connect({str(store / 'chroma.sqlite3')!r}, isolation_level=None)\n"
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        code, _, err = run(capsys, "stats", "--store", str(store))
+        assert code == 1 and f"the store at {store} is locked by another process" in err
+        with pytest.raises(StoreError, match="locked by another process"):
+            opened.committed_ids()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run(capsys, "stats", "--store", str(store))[0] == 0  # released: fine again

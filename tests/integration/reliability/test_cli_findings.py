@@ -130,3 +130,82 @@ def test_terminal_escapes_in_file_names_and_answers_are_neutralised(
     out, err = capsys.readouterr()
     assert ESC not in out + err
     assert "report\\x1b[31mred.txt" in out and "bad\\x0aname.pdf" in out
+
+
+# -- the ledger: failed calls the provider worked on -----------------------------------------
+class LedgerServer(ScriptedOpenAIServer):
+    """Streams the first pieces of the answer of the stage named in ``reset``, then resets."""
+
+    reset = "rag"
+
+    def stream_events(self, done: Completion) -> Iterable[bytes]:
+        events = list(super().stream_events(done))
+        stage = "rag" if is_rag(last_user_text(done.body)) else "lc"
+        if stage != self.reset:
+            yield from events
+            return
+        yield from events[:6]
+        raise ConnectionResetError("simulated reset mid-stream")
+
+
+def _collect(route: Any, question: str) -> Any:
+    final = None
+    for chunk in route.stream(question):
+        if chunk.output is not None:
+            final = chunk.output.result
+    return final
+
+
+def test_ledger_counts_a_stream_reset_by_the_provider() -> None:
+    lcs = pytest.importorskip("langchain_selfroute")
+    import selfroute as sr
+    from tests.support.clients import chat_openai
+
+    rag = "The northern region grew the most according to the operations report this quarter."
+    with LedgerServer() as server:
+        server.responder = lambda body: rag if is_rag(last_user_text(body)) else "Northern."
+        route = lcs.SelfRoute(llm=chat_openai(server), document=DOC)
+        result = _collect(route, "Which region grew?")
+        failed = result.steps[0]
+        assert result.reason is sr.Reason.RAG_ERROR and failed.error
+        assert failed.usage.input_tokens > 100 and failed.usage.is_estimate  # not zero
+        assert failed.usage.output_tokens > 0 and failed.output
+        assert result.usage.input_tokens > failed.usage.input_tokens  # plus the LC call
+        server.reset = "lc"  # the RAG step declines; the LC stream breaks mid-answer
+        server.responder = lambda body: (
+            "unanswerable" if is_rag(last_user_text(body)) else "The northern region " * 20
+        )
+        with pytest.raises(sr.LongContextError) as info:
+            _collect(route, "Which region grew?")
+        stages = [s.stage for s in info.value.partial.steps]
+        assert stages == [sr.Stage.RAG, sr.Stage.LONG_CONTEXT]
+        lc = info.value.partial.steps[1]
+        assert lc.error and lc.usage.is_estimate and lc.usage.input_tokens > 500
+
+
+def test_ledger_keeps_an_http_error_at_zero(openai_server: ScriptedOpenAIServer) -> None:
+    """Control: a 503 (the provider did not do the work) costs nothing in the ledger."""
+    lcs = pytest.importorskip("langchain_selfroute")
+    from tests.support.clients import chat_openai
+
+    openai_server.responder = lambda body: (
+        Reply("busy", kind="error", status=503) if is_rag(last_user_text(body)) else "Northern."
+    )
+    route = lcs.SelfRoute(llm=chat_openai(openai_server), document=DOC)
+    result = route.invoke("Which region grew?").result
+    assert result.steps[0].error and result.steps[0].usage.input_tokens == 0
+
+
+def test_ledger_counts_a_reply_with_no_choices(openai_server: ScriptedOpenAIServer) -> None:
+    lcs = pytest.importorskip("langchain_selfroute")
+    from tests.support.clients import chat_openai
+
+    openai_server.responder = lambda body: (
+        Reply("", kind="no_choices", prompt_tokens=321, completion_tokens=0)
+        if is_rag(last_user_text(body))
+        else "Northern."
+    )
+    route = lcs.SelfRoute(llm=chat_openai(openai_server), document=DOC)
+    result = route.invoke("Which region grew?").result
+    assert result.steps[0].stage.value == "rag"
+    assert result.steps[0].usage.input_tokens > 0  # the 200 reply's call is in the ledger
