@@ -101,6 +101,8 @@ def copy_collection(
                 progress("chunks", len(rows))
     documents = 0
     for page in pages(docs_src, ["documents", "metadatas"]):
+        if not page.get("ids"):  # the last page of an exact multiple of the page size
+            continue
         docs_dst.upsert(
             ids=page["ids"],
             documents=[t or "" for t in page["documents"]],

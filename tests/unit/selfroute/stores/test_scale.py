@@ -217,3 +217,20 @@ def test_commit_markers_are_checked_only_while_a_journal_is_open(
     Journal(store._conn.journal_path).begin(["0123456789abcdef"])
     assert not store.is_clean()
     assert HybridRetriever(store, k=3).retrieve("token4 ledger") and checked
+
+
+def test_a_copy_whose_size_is_a_multiple_of_the_page_completes(
+    tmp_path: Path, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selfroute.stores import _records
+    from selfroute.stores._migrate import copy_collection
+
+    _notes(tmp_path / "notes", 4)
+    source = make_store()
+    source.index([tmp_path / "notes"])
+    monkeypatch.setattr(_records, "PAGE", 2)  # 4 records: the last page read is empty
+    target = DocumentStore(tmp_path / "copy", "copied")
+    report = copy_collection(source, target)
+    assert (report.documents, report.chunks, report.bm25) == (4, 4, "copied")
+    assert target.stats().documents == 4 and target.embedding == source.embedding
+    assert target.committed_ids() == source.committed_ids()
