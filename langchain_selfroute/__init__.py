@@ -22,6 +22,7 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
 
 from langchain_selfroute._chroma import ChromaParentLoader, chunk_documents, index_documents
 from langchain_selfroute._embeddings import HashingEmbeddings
+from langchain_selfroute._extractive import ExtractiveChatModel
 from langchain_selfroute._handlers import (
     TAG_LONG_CONTEXT,
     TAG_PARENTS,
@@ -51,6 +52,7 @@ __all__ = [
     "TAG_RAG",
     "TAG_RETRIEVE",
     "ChromaParentLoader",
+    "ExtractiveChatModel",
     "HashingEmbeddings",
     "LangChainHandler",
     "LongContextPlan",

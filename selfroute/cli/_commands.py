@@ -20,7 +20,7 @@ from selfroute._flow import RouteConfig, validate_question
 from selfroute._preroute import PreRoute
 from selfroute._result import RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
-from selfroute.cli._models import ModelSpec, build_chat_model, parse_model_spec
+from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
 from selfroute.cli._output import (
     NOT_FOUND,
     Progress,
@@ -168,10 +168,9 @@ def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
     none) shares ``--base-url``, while ``openai:``/``google:`` means that provider's own API."""
     if not settings.lc_model:
         return ModelSpec(rag.provider, rag.name, settings.lc_base_url or rag.base_url)
-    explicit = parse_model_spec(settings.lc_model)
-    bare = explicit.name == settings.lc_model.strip()
+    bare = not has_provider(settings.lc_model)
     base_url = settings.lc_base_url or (settings.base_url if bare else None)
-    return ModelSpec(explicit.provider, explicit.name, base_url)
+    return parse_model_spec(settings.lc_model, base_url, flag="--lc-model")
 
 
 def _session(settings: Settings, doc: str | None) -> _Session:
