@@ -44,6 +44,11 @@ def _figure_k(summary: Summary) -> int | None:
     return 5 if 5 in summary.comparisons else summary.ks[0]
 
 
+def _counter(summary: Summary) -> str:
+    """The local token counter, named (``tiktoken:o200k_base``)."""
+    return f"`{summary.token_counter}`" if summary.token_counter else "a local counter"
+
+
 def render_markdown(summary: Summary) -> str:
     """The Table-1 style report as Markdown."""
     from selfroute.eval._summary import describe_policy
@@ -54,7 +59,7 @@ def render_markdown(summary: Summary) -> str:
             "> **Reader: oracle** — not a model. It answers exactly when a gold answer appears in "
             "the text it is shown and declines otherwise, so these numbers measure retrieval "
             "(the answerable ratio and token ratio a perfectly calibrated model would reach), not "
-            "a model's quality. Token counts are tokenizer estimates.",
+            f"a model's quality. Token counts are local estimates ({_counter(summary)}).",
             "",
         ]
         if "fabricating" in summary.reader or "fabricating" in summary.lc_reader:
@@ -142,7 +147,11 @@ def render_markdown(summary: Summary) -> str:
         lines += ["", f"**{errors} runs failed** and scored 0; see `error` in results.jsonl."]
     sources = sorted({r.usage_source for r in summary.rows if r.usage_source != "none"})
     if any(s != "provider" for s in sources):
-        lines += ["", f"Token counts source: {', '.join(sources)} (not all provider-reported)."]
+        lines += [
+            "",
+            f"Token counts source: {', '.join(sources)} (not all provider-reported; counted "
+            f"locally with {_counter(summary)}).",
+        ]
     k = _figure_k(summary)
     if k is not None:
         comp = summary.comparisons[k]

@@ -679,6 +679,7 @@ async def aevaluate(
         wall_time_s=time.perf_counter() - started,
         policy=policy_of(cfg),
         latency_model="; ".join(sorted(latency_models)) or None,
+        token_counter=session.counter.name,
     )
     if out is not None:
         from selfroute.eval._report import write_outputs

@@ -404,6 +404,8 @@ class Summary:
         policy: Self-Route's policy options (k-ladder, pre-routing, verdict, grounded).
         latency_model: Description of the simulated latency model, when the readers have one
             (latency columns are then simulated, not measured).
+        token_counter: The local counter of every token count the provider did not report
+            (``tiktoken:o200k_base``, or a ``heuristic:...`` estimate).
     """
 
     dataset: str
@@ -422,6 +424,7 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
     latency_model: str | None = None
+    token_counter: str | None = None
 
     def abstention(self) -> list[dict[str, Any]]:
         """Per row: unanswerable items, correct declines and their rate, answerable declined."""
@@ -469,6 +472,7 @@ class Summary:
             "policy": dict(self.policy),
             "policy_description": describe_policy(self.policy),
             "latency_model": self.latency_model,
+            "token_counter": self.token_counter,
             "latency_simulated": self.latency_model is not None,
             "abstention": self.abstention(),
         }
@@ -575,6 +579,7 @@ def build_summary(
     wall_time_s: float,
     policy: Mapping[str, Any] | None = None,
     latency_model: str | None = None,
+    token_counter: str | None = None,
 ) -> Summary:
     """Aggregate run records into a :class:`Summary`."""
     rows: list[MethodSummary] = []
@@ -598,4 +603,5 @@ def build_summary(
         records=list(records),
         policy=dict(policy or {}),
         latency_model=latency_model,
+        token_counter=token_counter,
     )
