@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig, validate_question
 from selfroute._preroute import PreRoute
-from selfroute._result import RouteResult, RouteStats
+from selfroute._result import PriceTable, RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
 from selfroute.cli._output import (
@@ -31,6 +31,7 @@ from selfroute.cli._output import (
     format_session,
     format_sources,
     format_stats,
+    unpriced_models,
 )
 from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
@@ -127,6 +128,7 @@ class _Session:
     long_context: ModelSpec
     currency: str
     retrieval: str
+    prices: PriceTable | None = None
 
 
 def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
@@ -201,7 +203,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
             metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
         )
         route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
-        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc")
+        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc", kwargs.get("prices"))
     from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
     from selfroute.stores._retriever import HybridRetriever
 
@@ -210,7 +212,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
     retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
     route = retriever.as_self_route(llm, **kwargs)
-    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval)
+    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval, kwargs.get("prices"))
 
 
 def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
@@ -218,6 +220,8 @@ def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
     data["shown_answer"] = format_answer(result)
     data["models"] = {"rag": str(session.rag), "long_context": str(session.long_context)}
     data["retrieval"] = session.retrieval
+    if session.prices is not None:
+        data["unpriced_models"] = unpriced_models(result, session.prices)
     return data
 
 
@@ -227,7 +231,7 @@ def _report(result: RouteResult, session: _Session, args: argparse.Namespace) ->
     citations = format_citations(result)
     if citations:
         parts.append(citations)
-    parts.append(format_result(result, currency=session.currency))
+    parts.append(format_result(result, currency=session.currency, prices=session.prices))
     if args.show_sources:
         parts.append(format_sources(result.sources))
     return "\n".join(parts)

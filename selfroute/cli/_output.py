@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._grounding import Citation, locate_quote
-from selfroute._result import Abstention, Passage, Reason, Route, RouteResult, RouteStats
+from selfroute._result import (
+    Abstention,
+    Passage,
+    PriceTable,
+    Reason,
+    Route,
+    RouteResult,
+    RouteStats,
+)
 from selfroute.stores._store import IndexReport, StoreStats
 
 __all__ = [
@@ -78,8 +86,33 @@ def _money(value: float, currency: str) -> str:
     return f"{symbol}{value:.6f}".rstrip("0").rstrip(".") if value else f"{symbol}0"
 
 
-def format_result(result: RouteResult, *, currency: str = "USD") -> str:
-    """The report under an answer: route, reason, tokens per step, always-LC, ratio, latency."""
+def unpriced_models(result: RouteResult, prices: PriceTable) -> list[str]:
+    """The models of ``result``'s steps that ``prices`` has no price for (``(unnamed)`` for a
+    step whose model reported no name)."""
+    return sorted({s.model or "(unnamed)" for s in result.steps if not prices.knows(s.model)})
+
+
+def _price_note(result: RouteResult, prices: PriceTable | None) -> str | None:
+    """Why the cost line is missing or partial, naming the models without a price."""
+    if prices is None:
+        return None
+    missing = unpriced_models(result, prices)
+    if not missing:
+        return None
+    what = "not shown" if result.cost is None else "partial (priced steps only)"
+    names = ", ".join(repr(m) for m in missing)
+    known = ", ".join(sorted(prices.prices)) or "nothing"
+    return (
+        f"cost        {what}: no price for {names} (--prices has {known}); "
+        "add NAME=IN/OUT to --prices"
+    )
+
+
+def format_result(
+    result: RouteResult, *, currency: str = "USD", prices: PriceTable | None = None
+) -> str:
+    """The report under an answer: route, reason, tokens per step, always-LC, ratio, cost,
+    latency. With ``prices``, a model without a price is named instead of a silent gap."""
     why = _REASONS.get(result.reason, "")
     lines = [f"route       {result.route.value}  [{result.reason.value}] {why}".rstrip()]
     if result.abstention is not None:
@@ -148,6 +181,9 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
         if result.long_context_cost is not None:
             money += f"  (always-LC: {_money(result.long_context_cost, currency)})"
         lines.append(money)
+    note = _price_note(result, prices)
+    if note is not None:
+        lines.append(note)
     lines.append(f"latency     {result.latency_s:.2f} s")
     if result.error:
         lines.append(f"note        {result.error}")
