@@ -175,7 +175,41 @@ def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
     return parse_model_spec(settings.lc_model, base_url, flag="--lc-model")
 
 
+_WHERE = {
+    "flag": "--min-top-score",
+    "env": "SELFROUTE_MIN_TOP_SCORE",
+    "file": "[pre_route] in the config file",
+    "default": "the default",
+}
+
+
+def check_score_scale(settings: Settings, doc: str | None) -> None:
+    """Refuse a ``min_top_score`` fitted on another score scale than this ``ask``'s retriever's.
+
+    Raises:
+        ConfigurationError: ``score_scale`` is recorded and differs, naming both and the fixes.
+    """
+    fitted = settings.score_scale
+    if settings.min_top_score is None or fitted is None:
+        return
+    from selfroute.stores._retriever import SCORE_SCALES
+
+    scale = "bm25" if doc is not None else SCORE_SCALES[settings.retrieval]
+    if scale == fitted:
+        return
+    retriever = "--doc (bm25)" if doc is not None else f"--retrieval {settings.retrieval}"
+    same = [m for m, s in SCORE_SCALES.items() if s == fitted]
+    fixes = f"--retrieval {same[0]}" if same else "--doc FILE (the core's BM25, as in eval)"
+    raise ConfigurationError(
+        f"min_top_score {settings.min_top_score:g} (from {_WHERE[settings.source('min_top_score')]}) was "
+        f"fitted on {fitted} scores, but this ask retrieves with {retriever}, whose scores are "
+        f"{scale}: every question would be judged on the wrong scale. Use {fixes}, calibrate "
+        "on an eval run with this retriever, or remove min_top_score"
+    )
+
+
 def _session(settings: Settings, doc: str | None) -> _Session:
+    check_score_scale(settings, doc)
     rag_spec = parse_model_spec(settings.model, settings.base_url)
     lc_spec = _lc_spec(settings, rag_spec)
     common = {

@@ -164,7 +164,13 @@ def format_result(
         count = (result.context or {}).get("documents") or 1
         what = "the whole document" if count == 1 else f"the {count} whole documents"
         lines.append(f"always-LC   {lc:,} input tokens to send {what} ({label})")
-        if spent < lc:
+        rag_ran = any(s.stage.value == "rag" for s in result.steps)
+        if not rag_ran:
+            lines.append(
+                f"ratio       {ratio:.1%} of always-LC input tokens (no RAG attempt: the "
+                "question went straight to the long context)"
+            )
+        elif spent < lc:
             lines.append(
                 f"ratio       {ratio:.1%} of always-LC input tokens; saved {lc - spent:,} "
                 f"({1 - ratio:.0%})"
@@ -181,9 +187,9 @@ def format_result(
         if result.long_context_cost is not None:
             money += f"  (always-LC: {_money(result.long_context_cost, currency)})"
         lines.append(money)
-    note = _price_note(result, prices)
-    if note is not None:
-        lines.append(note)
+    price_note = _price_note(result, prices)
+    if price_note is not None:
+        lines.append(price_note)
     lines.append(f"latency     {result.latency_s:.2f} s")
     if result.error:
         lines.append(f"note        {result.error}")

@@ -406,6 +406,8 @@ class Summary:
             (latency columns are then simulated, not measured).
         token_counter: The local counter of every token count the provider did not report
             (``tiktoken:o200k_base``, or a ``heuristic:...`` estimate).
+        score_scale: The retriever's score scale (``bm25`` for the default retriever; ``None``
+            for a retriever that does not say), which ``selfroute calibrate`` records.
     """
 
     dataset: str
@@ -425,6 +427,7 @@ class Summary:
     policy: dict[str, Any] = field(default_factory=dict)
     latency_model: str | None = None
     token_counter: str | None = None
+    score_scale: str | None = None
 
     def abstention(self) -> list[dict[str, Any]]:
         """Per row: unanswerable items, correct declines and their rate, answerable declined."""
@@ -473,6 +476,7 @@ class Summary:
             "policy_description": describe_policy(self.policy),
             "latency_model": self.latency_model,
             "token_counter": self.token_counter,
+            "score_scale": self.score_scale,
             "latency_simulated": self.latency_model is not None,
             "abstention": self.abstention(),
         }
@@ -580,6 +584,7 @@ def build_summary(
     policy: Mapping[str, Any] | None = None,
     latency_model: str | None = None,
     token_counter: str | None = None,
+    score_scale: str | None = None,
 ) -> Summary:
     """Aggregate run records into a :class:`Summary`."""
     rows: list[MethodSummary] = []
@@ -604,4 +609,5 @@ def build_summary(
         policy=dict(policy or {}),
         latency_model=latency_model,
         token_counter=token_counter,
+        score_scale=score_scale,
     )
