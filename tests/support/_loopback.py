@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 __all__ = [
     "HANG_MAX_S",
@@ -507,6 +508,14 @@ class LoopbackServer:
             return
         if route == "models":
             handler.send_json(200, self.models_body())
+            return
+        if route == "model":  # one model's metadata (GET .../models/NAME)
+            name = urlsplit(handler.path).path.rstrip("/").rsplit("/", 1)[-1]
+            found = [m for m in self.models_body().get("models", []) if m["name"].endswith(name)]
+            if found:
+                handler.send_json(200, found[0])
+            else:
+                handler.send_json(404, self.error_body(404, f"no model {name}"))
             return
         try:
             body = json.loads(raw or b"{}")
