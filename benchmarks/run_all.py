@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, str] = {
     "2": "benchmarks.bench_concurrency",
     "3": "benchmarks.bench_streaming",
     "7": "benchmarks.bench_policies",
+    "8": "benchmarks.bench_startup",
 }
 
 START = "<!-- results:start -->"
