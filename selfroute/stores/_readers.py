@@ -6,6 +6,7 @@ callers can report it and move on to the next file.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import logging
 import os
@@ -118,7 +119,40 @@ def _fail(path: Path, reason: str) -> DocumentReadError:
     return DocumentReadError(str(path), reason)
 
 
+# UTF-32 first: its little-endian byte-order mark starts with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """UTF-16/32 by byte-order mark, or UTF-16 without one (text whose every other byte is NUL:
+    Windows' "Unicode" text files); ``None`` for anything else."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding
+    head = data[: _SNIFF_BYTES - _SNIFF_BYTES % 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    half = len(head) // 2
+    if odd >= 0.3 * half and even == 0:
+        return "utf-16-le"
+    if even >= 0.3 * half and odd == 0:
+        return "utf-16-be"
+    return None
+
+
 def _decode(path: Path, data: bytes) -> str:
+    wide = _wide_encoding(data)
+    if wide is not None:
+        try:
+            return _checked_text(path, data.decode(wide))
+        except UnicodeDecodeError:
+            raise _fail(path, f"not text: looks like {wide.upper()} but does not decode") from None
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise _fail(path, "binary file (contains NUL bytes), skipped")
     for encoding in ("utf-8-sig", "cp1252"):
@@ -128,7 +162,12 @@ def _decode(path: Path, data: bytes) -> str:
         except UnicodeDecodeError:
             continue
     else:
-        raise _fail(path, "not text: neither UTF-8 nor Windows-1252")
+        raise _fail(path, "not text: neither UTF-8, UTF-16 nor Windows-1252")
+    return _checked_text(path, text)
+
+
+def _checked_text(path: Path, text: str) -> str:
+    """``text`` with normalised line ends, unless it is mostly control characters (binary)."""
     sample = text[:_SNIFF_BYTES]
     control = sum(
         1 for ch in sample if ch not in "\n\r\t\f" and unicodedata.category(ch) in ("Cc", "Cs")
