@@ -551,7 +551,8 @@ def add_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], epilog: str
         "calibrate",
         parents=list(parents),
         help="pick pre-routing settings (min_top_score, global questions) from an eval run",
-        description=__doc__.split("\n\n")[0] + " Reads the results.jsonl of `selfroute eval` "
+        description="Pick the pre-routing settings from a `selfroute eval` run. Reads the "
+        "results.jsonl of `selfroute eval` "
         "(a run without pre-routing), prints the trade-off and writes [pre_route] into the "
         "config file (--config, else ./selfroute.toml), keeping its other settings.",
         epilog=epilog,
