@@ -212,12 +212,10 @@ def loopback_openai(*, latency_s: float = 0.0, token_delay_s: float = 0.0) -> It
 def loopback_openai_extractive() -> Iterator[Any]:
     """The scripted OpenAI server answering every prompt with :class:`selfroute.ExtractiveReader`
     (answers from its prompt, or declines), in this process."""
-    from selfroute import ExtractiveReader
-    from tests.support import _loopback
-    from tests.support.openai_server import Reply, ScriptedOpenAIServer
+    from tests.support._loopback import extractive_responder
+    from tests.support.openai_server import ScriptedOpenAIServer
 
-    reader = ExtractiveReader()
-    with ScriptedOpenAIServer(lambda body: Reply(reader(_loopback.last_user_text(body)))) as srv:
+    with ScriptedOpenAIServer(extractive_responder()) as srv:
         yield srv
 
 

@@ -633,6 +633,20 @@ def now() -> int:
     return int(time.time())
 
 
+def extractive_responder() -> Responder:
+    """A responder that answers every prompt with selfroute's :class:`~selfroute.ExtractiveReader`
+    (the sentence of the prompt that covers the question, or "unanswerable"), echoing the model
+    name it was asked for."""
+    from selfroute import ExtractiveReader
+
+    reader = ExtractiveReader()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        return Reply(reader(last_user_text(body)), model=None)
+
+    return respond
+
+
 def load_script(path: str) -> Responder:
     """Responder from a JSON script file.
 
@@ -689,6 +703,12 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     parser = argparse.ArgumentParser(description=f"Run a {server_cls.__name__} on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=0, help="port (0 = any free port)")
     parser.add_argument("--script", help="JSON rules file (see load_script)")
+    parser.add_argument(
+        "--extractive",
+        action="store_true",
+        help="answer every prompt with selfroute's ExtractiveReader (answers from the prompt or "
+        "declines)",
+    )
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds per chunk")
     parser.add_argument(
@@ -696,6 +716,9 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     )
     args = parser.parse_args(argv)
     responder = load_script(args.script) if args.script else None
+    if args.extractive:
+        responder = extractive_responder()
+
     server = server_cls(
         responder,
         latency_s=args.latency,
