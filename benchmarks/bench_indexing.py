@@ -243,7 +243,43 @@ def run(ctx: BenchContext) -> BenchResult:
         "(per-chunk ratio; the small size is dominated by fixed costs, so a ratio below 1 is "
         "expected)."
     )
+    result.rows.append(html_reader_row(ctx))
     return result
+
+
+def nested_html(kb: int) -> str:
+    """Deeply nested HTML of about ``kb`` KB (the shape that made a tree-based reader quadratic)."""
+    depth = max(1, kb * 1024 // 13)
+    return "<html><body>" + "<div>x " * depth + "</div>" * depth + "</body></html>"
+
+
+def html_reader_row(ctx: BenchContext) -> Row:
+    """``read_document`` time per KB on nested HTML, large versus small (linear = 1.0)."""
+    from selfroute.stores._readers import read_document
+
+    small_kb, large_kb = (2, 22) if ctx.quick else (22, 2200)
+    seconds: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kb in (small_kb, large_kb):
+            path = Path(tmp) / f"nested-{kb}.html"
+            path.write_text(nested_html(kb), encoding="utf-8")
+            best = float("inf")
+            for _ in range(3 if kb == small_kb else 1):  # best of 3 for the noisy small size
+                start = time.perf_counter()
+                read_document(path)
+                best = min(best, time.perf_counter() - start)
+            seconds[kb] = best
+    per_small, per_large = seconds[small_kb] / small_kb, seconds[large_kb] / large_kb
+    growth = per_large / per_small
+    ctx.log(f"  [4] nested HTML reader: {seconds[small_kb]:.3f} s / {seconds[large_kb]:.3f} s")
+    return Row(
+        f"HTML reader: time per KB, {large_kb:,} KB vs {small_kb} KB nested (linear = 1.0)",
+        f"{per_small * 1000:.3f} ms",
+        f"{per_large * 1000:.3f} ms",
+        f"{growth:.2f}",
+        "<= 2.0",
+        growth <= 2.0,
+    )
 
 
 if __name__ == "__main__":

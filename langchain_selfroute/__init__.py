@@ -20,19 +20,26 @@ try:  # the framework is an optional extra: name it when it is missing
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
     raise _MissingDependencyError("langchain-core", "langchain") from _exc
 
-from langchain_selfroute._chroma import ChromaParentLoader, chunk_documents, index_documents
+from langchain_selfroute._chroma import (
+    ChromaParentLoader,
+    StoreParentLoader,
+    chunk_documents,
+    index_documents,
+)
 from langchain_selfroute._embeddings import HashingEmbeddings
 from langchain_selfroute._extractive import ExtractiveChatModel
 from langchain_selfroute._handlers import (
     TAG_LONG_CONTEXT,
+    TAG_NOSTREAM,
     TAG_PARENTS,
     TAG_RAG,
     TAG_RETRIEVE,
     LangChainHandler,
     LongContextPlan,
 )
-from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
+from langchain_selfroute._output import CHECKPOINT_TYPES, SelfRouteChunk, SelfRouteOutput
 from langchain_selfroute._runnable import (
+    QUESTION_KEYS,
     LongContextSource,
     SelfRoute,
     SelfRouteInput,
@@ -46,8 +53,11 @@ from langchain_selfroute._tool import (
 )
 
 __all__ = [
+    "CHECKPOINT_TYPES",
     "DEFAULT_TOOL_DESCRIPTION",
+    "QUESTION_KEYS",
     "TAG_LONG_CONTEXT",
+    "TAG_NOSTREAM",
     "TAG_PARENTS",
     "TAG_RAG",
     "TAG_RETRIEVE",
@@ -64,6 +74,7 @@ __all__ = [
     "SelfRouteOutput",
     "SelfRouteStoreRetriever",
     "SelfRouteToolInput",
+    "StoreParentLoader",
     "chunk_documents",
     "create_selfroute_tool",
     "index_documents",

@@ -47,9 +47,11 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
+from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
     "TAG_LONG_CONTEXT",
+    "TAG_NOSTREAM",
     "TAG_PARENTS",
     "TAG_RAG",
     "TAG_RETRIEVE",
@@ -57,12 +59,14 @@ __all__ = [
     "LongContextPlan",
     "as_documents",
     "build_index",
+    "message_finish_reason",
     "message_model",
     "message_text",
     "message_usage",
     "model_name",
     "model_window",
     "retriever_filter",
+    "retriever_k",
     "structured_generation",
     "structured_model",
     "unwrap",
@@ -72,6 +76,9 @@ __all__ = [
 TAG_RAG = "selfroute:rag"
 #: Tag (and run name) of the long-context model call.
 TAG_LONG_CONTEXT = "selfroute:long_context"
+#: LangGraph's tag for runs whose tokens ``stream_mode="messages"`` leaves out; the RAG-step model
+#: run carries it (its text may be a decline: read SelfRoute's own stream instead).
+TAG_NOSTREAM = "nostream"
 #: Tag of the retriever call.
 TAG_RETRIEVE = "selfroute:retrieve"
 #: Tag (and run name) of the parent-document loader call.
@@ -99,9 +106,10 @@ def unwrap(runnable: Any, config: RunnableConfig | None = None) -> Any:
     return current
 
 
-def model_name(llm: Any) -> str | None:
-    """The model name configured on a chat model (``model_name``/``model``), if any."""
-    inner = unwrap(llm)
+def model_name(llm: Any, config: RunnableConfig | None = None) -> str | None:
+    """The model name configured on a chat model (``model_name``/``model``), if any; with
+    ``config``, of the model that config selects (``configurable_fields``)."""
+    inner = unwrap(llm, config)
     for attr in ("model_name", "model", "model_id"):
         value = getattr(inner, attr, None)
         if isinstance(value, str) and value:
@@ -168,11 +176,34 @@ def message_model(output: Any) -> str | None:
     return None
 
 
-def _generation(output: Any, fallback_model: str | None) -> Generation:
+#: ``response_metadata`` keys under which LangChain integrations put the finish reason.
+_FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+
+
+def message_finish_reason(output: Any, *, streamed: bool = False) -> str | None:
+    """How the model call ended, from ``response_metadata`` (normalized: ``stop``, ``length``,
+    ``content_filter`` ...).
+
+    A streamed reply from a provider integration (``model_provider`` set) that carries no finish
+    reason ended without its final chunk: ``incomplete``. ``None`` when nothing says (a model
+    that reports no metadata).
+    """
+    meta = getattr(output, "response_metadata", None) or {}
+    for key in _FINISH_KEYS:
+        reason = normalize_finish_reason(meta.get(key))
+        if reason is not None:
+            return reason
+    if streamed and meta.get("model_provider"):
+        return INCOMPLETE
+    return None
+
+
+def _generation(output: Any, fallback_model: str | None, *, streamed: bool = False) -> Generation:
     return Generation(
         text=message_text(output),
         usage=message_usage(output),
         model=message_model(output) or fallback_model,
+        finish_reason=message_finish_reason(output, streamed=streamed),
     )
 
 
@@ -267,6 +298,7 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
         model=message_model(raw) or fallback_model,
         structured=obj,
         structured_error=error,
+        finish_reason=message_finish_reason(raw),
     )
 
 
@@ -305,9 +337,11 @@ class _Pieces:
         return pieces[-1]
 
     def last(self) -> GenerationChunk:
-        """The closing chunk: no text, the merged usage and the model name."""
-        final = _generation(self.merged(), self.fallback_model)
-        return GenerationChunk(text="", usage=final.usage, model=final.model)
+        """The closing chunk: no text, the merged usage, the model name and the finish reason."""
+        final = _generation(self.merged(), self.fallback_model, streamed=True)
+        return GenerationChunk(
+            text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
+        )
 
 
 def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
@@ -315,6 +349,16 @@ def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:
     inner = unwrap(retriever, config)
     if isinstance(inner, VectorStoreRetriever):
         return inner.search_kwargs.get("filter")
+    return None
+
+
+def retriever_k(retriever: Any) -> int | None:
+    """The ``k`` a vector-store retriever was built with (``search_kwargs["k"]``), if any."""
+    inner = unwrap(retriever)
+    if isinstance(inner, VectorStoreRetriever):
+        k = inner.search_kwargs.get("k")
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            return k
     return None
 
 
@@ -465,6 +509,8 @@ class LangChainHandler:
         run_manager: The parent run's manager (child runs hang under it), or ``None``.
         id_key: Metadata key holding a chunk's parent-document id.
         names: Configured model names per stage (used when the provider reports none).
+        pass_k: Pass ``k`` to retrievers that take it per call (``False`` keeps the
+            retriever's own ``search_kwargs["k"]``).
     """
 
     def __init__(
@@ -478,6 +524,7 @@ class LangChainHandler:
         run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun | None,
         id_key: str = "doc_id",
         names: dict[Stage, str | None] | None = None,
+        pass_k: bool = True,
     ) -> None:
         self.retriever = retriever
         self.models = {Stage.RAG: llm, Stage.LONG_CONTEXT: long_context_llm}
@@ -486,6 +533,7 @@ class LangChainHandler:
         self.run_manager = run_manager
         self.id_key = id_key
         self.names = names or {}
+        self.pass_k = pass_k
 
     # helpers ------------------------------------------------------------------------------------
     def _child(self, tag: str, run_name: str | None = None) -> RunnableConfig:
@@ -497,7 +545,17 @@ class LangChainHandler:
 
     def _model(self, stage: Stage) -> tuple[Runnable[Any, Any], RunnableConfig]:
         tag = TAG_RAG if stage is Stage.RAG else TAG_LONG_CONTEXT
-        return self.models[stage], self._child(tag, run_name=tag)
+        config = self._child(tag, run_name=tag)
+        if stage is Stage.RAG:  # its text may be a decline: keep it out of "messages" streams
+            config["tags"] = [*config.get("tags", []), TAG_NOSTREAM]
+        return self.models[stage], config
+
+    def _classified(self, step: Generate) -> Any:
+        """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
+        becomes a :class:`~selfroute.ModelConfigurationError` naming the stage and model."""
+        return classified(
+            step.stage, self.names.get(step.stage) or model_name(self.models[step.stage])
+        )
 
     def _structured(self, step: Generate) -> Runnable[Any, Any] | None:
         """The structured-output runnable for ``step``, or ``None`` to send the plain prompt."""
@@ -516,18 +574,20 @@ class LangChainHandler:
 
     def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = structured.invoke(messages, config=config)
+        with self._classified(step):
+            output = structured.invoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     async def _acall_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
-        output = await structured.ainvoke(messages, config=config)
+        with self._classified(step):
+            output = await structured.ainvoke(messages, config=config)
         return structured_generation(output, self.names.get(step.stage))
 
     def _retriever_kwargs(self, step: Retrieve) -> dict[str, Any]:
         # A retriever that takes ``k`` per call gets it, so ``k`` (also when configured per call)
         # decides how many chunks are fetched rather than only how many are kept.
-        return {"k": step.k} if _takes_k(self.retriever) else {}
+        return {"k": step.k} if self.pass_k and _takes_k(self.retriever) else {}
 
     def _parent_chunks(self, step: LoadLongContext) -> list[Document]:
         """The retrieved chunks whose parents are the long context (none when it is not)."""
@@ -613,7 +673,8 @@ class LangChainHandler:
         if structured is not None:
             return self._call_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = llm.invoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
@@ -628,9 +689,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            for piece in llm.stream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     def load_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:
@@ -662,7 +724,8 @@ class LangChainHandler:
         if structured is not None:
             return await self._acall_structured(step, structured)
         llm, config = self._model(step.stage)
-        output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
+        with self._classified(step):
+            output = await llm.ainvoke([HumanMessage(content=step.prompt)], config=config)
         return _generation(output, self.names.get(step.stage))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -675,9 +738,10 @@ class LangChainHandler:
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
-        async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
-            if chunk := pieces.add(piece):
-                yield chunk
+        with self._classified(step):
+            async for piece in llm.astream([HumanMessage(content=step.prompt)], config=config):
+                if chunk := pieces.add(piece):
+                    yield chunk
         yield pieces.last()
 
     async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument] | None:

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.tools import BaseTool
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
 from typing_extensions import NotRequired, TypedDict
@@ -22,6 +33,7 @@ from langchain_selfroute._handlers import (
     build_index,
     model_name,
     model_window,
+    retriever_k,
 )
 from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
 from selfroute import (
@@ -35,6 +47,7 @@ from selfroute import (
     PriceTable,
     Prompts,
     ResultEvent,
+    Route,
     RouteConfig,
     RouteEvent,
     Stage,
@@ -46,47 +59,85 @@ from selfroute import (
     run_flow,
     self_route_flow,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
 
-__all__ = ["LongContextSource", "SelfRoute", "SelfRouteInput", "SelfRouteInputDict"]
+__all__ = [
+    "DOCUMENT_KEY",
+    "QUESTION_KEYS",
+    "LongContextSource",
+    "SelfRoute",
+    "SelfRouteInput",
+    "SelfRouteInputDict",
+]
 
 LongContextSource = Literal["auto", "fixed", "input", "parents"]
 VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 
+#: Input keys read as the question when ``question_key`` is not set, in this order
+#: (``create_retrieval_chain`` uses ``input``, LangGraph's ``MessagesState`` ``messages``).
+QUESTION_KEYS = ("question", "input", "query", "messages")
+#: Input key of a per-call long context.
+DOCUMENT_KEY = "document"
+
 
 class SelfRouteInputDict(TypedDict):
-    """Dict input: the question and, optionally, this call's long context."""
+    """Dict input: the question and, optionally, this call's long context (other keys pass
+    through to the output; ``input``/``query``/``messages`` may hold the question instead)."""
 
     question: str
     document: NotRequired[str | Document | list[Document] | list[str]]
 
 
-SelfRouteInput = str | SelfRouteInputDict
+#: What ``SelfRoute`` takes: a question string, a dict (see :class:`SelfRouteInputDict`; any
+#: other keys pass through), a list of messages or a ``PromptValue`` (the last human message).
+SelfRouteInput = str | SelfRouteInputDict | Mapping[str, Any] | PromptValue | Sequence[BaseMessage]
 
-_INPUT_KEYS = frozenset(SelfRouteInputDict.__annotations__)
 
-
-def _parse_input(value: Any) -> tuple[str, Any]:
-    """``(question, per-call document or None)`` from a string or a dict input."""
+def _question_text(value: Any, where: str) -> str:
+    """The question in ``value``: a string, a message, messages or a ``PromptValue`` (the last
+    human message)."""
     if isinstance(value, str):
-        return value, None
-    if isinstance(value, dict):
-        unknown = set(value) - _INPUT_KEYS
-        if unknown:
-            raise InvalidInputError(
-                f"unexpected input keys {sorted(map(str, unknown))}; SelfRoute takes a question "
-                "string or a dict with 'question' and optionally 'document'"
-            )
-        if "question" not in value:
-            raise InvalidInputError(
-                "the input dict has no 'question' key; pass {'question': ..., 'document': ...}"
-            )
-        return value["question"], value.get("document")
+        return value
+    if isinstance(value, PromptValue):
+        value = value.to_messages()
+    if isinstance(value, BaseMessage):
+        value = [value]
+    if isinstance(value, Sequence) and value and all(isinstance(m, BaseMessage) for m in value):
+        humans = [m for m in value if isinstance(m, HumanMessage) or m.type == "human"]
+        if not humans:
+            raise InvalidInputError(f"{where} has no human message to take the question from")
+        return str(humans[-1].text)
     raise InvalidInputError(
-        f"SelfRoute input must be a question string or a dict with 'question' (and optionally "
-        f"'document'), got {type(value).__name__}"
+        f"{where} must be a question string, messages or a PromptValue, got {type(value).__name__}"
+    )
+
+
+def _parse_input(value: Any, question_key: str | None = None) -> tuple[str, Any, dict[str, Any]]:
+    """``(question, per-call document or None, passed-through keys)`` from an input."""
+    if isinstance(value, Mapping):
+        keys = (question_key,) if question_key else QUESTION_KEYS
+        key = next((k for k in keys if k in value), None)
+        if key is None:
+            others = "" if question_key else " (nor 'input', 'query' or 'messages')"
+            raise InvalidInputError(
+                f"the input dict has no {keys[0]!r} key{others} to read the question from; "
+                f"got keys {sorted(map(str, value))}"
+            )
+        # Like create_retrieval_chain, the output keeps the input's keys (the question key too;
+        # ``question`` is the output's own): all but a per-call document, which can be large.
+        rest = {k: v for k, v in value.items() if k not in ("question", DOCUMENT_KEY)}
+        return _question_text(value[key], f"input {key!r}"), value.get(DOCUMENT_KEY), rest
+    if isinstance(value, (str, PromptValue, BaseMessage)) or (
+        isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))
+    ):
+        return _question_text(value, "SelfRoute input"), None, {}
+    raise InvalidInputError(
+        "SelfRoute input must be a question string, a dict with 'question' (or 'input', 'query', "
+        f"'messages') and optionally 'document', messages or a PromptValue; got "
+        f"{type(value).__name__}"
     )
 
 
@@ -107,16 +158,35 @@ def _join_inputs(chunks: Iterable[Any]) -> Any:
     return final
 
 
-def _chunk(event: FlowEvent, route: Any) -> SelfRouteChunk:
-    if isinstance(event, RouteEvent):
-        return SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
-    if isinstance(event, TokenEvent):
-        return SelfRouteChunk(route=route, text=event.text, stage=event.stage)
-    assert isinstance(event, ResultEvent)
-    result = event.result
-    return SelfRouteChunk(
-        route=result.route, reason=result.reason, output=SelfRouteOutput.from_result(result)
-    )
+class _Chunker:
+    """Flow events -> :class:`SelfRouteChunk` mappings whose sum equals the invoke output."""
+
+    def __init__(self, passthrough: dict[str, Any]) -> None:
+        self.passthrough = passthrough
+        self.route: Route | None = None
+        self.shown = ""
+
+    def chunk(self, event: FlowEvent) -> SelfRouteChunk:
+        if isinstance(event, RouteEvent):
+            self.route = event.route
+            if event.retracted:
+                self.shown = ""
+            return SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+        if isinstance(event, TokenEvent):
+            self.shown += event.text
+            return SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)
+        assert isinstance(event, ResultEvent)
+        result = event.result
+        output = SelfRouteOutput.from_result(result, self.passthrough)
+        answer = result.answer or ""
+        # The final chunk closes the mapping: every other key, and the answer's remaining text
+        # (all of it, retracting what was shown, if the streamed text is not its start).
+        retract = bool(self.shown) and not answer.startswith(self.shown)
+        rest = answer if retract or not self.shown else answer[len(self.shown) :]
+        fields = {**output, "answer": rest}
+        return SelfRouteChunk(
+            fields, route=result.route, reason=result.reason, retracted=retract, output=output
+        )
 
 
 class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
@@ -129,10 +199,14 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     ``selfroute:long_context``, ``selfroute:parents``).
 
     Input: a question string, or ``{"question": ..., "document": ...}`` where ``document`` (a
-    string, a ``Document`` or a list of them) is this call's long context.
+    string, a ``Document`` or a list of them) is this call's long context; the question may be
+    under ``input``/``query``/``messages`` instead (see ``question_key``), and other keys pass
+    through to the output, as with ``create_retrieval_chain``. Messages and ``PromptValue``
+    inputs give their last human message.
 
-    Output: :class:`~langchain_selfroute.SelfRouteOutput` (``stream`` yields
-    :class:`~langchain_selfroute.SelfRouteChunk`).
+    Output: :class:`~langchain_selfroute.SelfRouteOutput`, a ``dict`` with typed attributes
+    (``stream`` yields :class:`~langchain_selfroute.SelfRouteChunk` dicts that add up to it;
+    :meth:`answer_only` gives a string-output form).
 
     Where the long context comes from (``long_context``):
 
@@ -150,7 +224,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         llm: The RAG-step model (any chat model or LLM runnable).
         long_context_llm: The long-context model; defaults to ``llm``. A cheap ``llm`` plus a
             strong ``long_context_llm`` is a first-class setup.
-        k: Chunks to retrieve (5 in the paper). Passed per call to vector-store retrievers.
+        k: Chunks to retrieve (5 in the paper). Passed per call to vector-store retrievers;
+            when not given, a vector-store retriever's own ``search_kwargs["k"]`` holds.
         document: A fixed long context.
         long_context: ``auto``, ``fixed``, ``input`` or ``parents`` (see above).
         parent_loader: ``loader(chunks) -> parent Documents`` (most relevant first). A loader that
@@ -192,6 +267,10 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         speculate_below: Start the long-context call alongside the RAG step when the best chunk's
             score (``score``/``relevance_score`` metadata) is under this; it is cancelled if the
             RAG step answers (its tokens are reported as a ``wasted`` step). ``None``: off.
+        question_key: The input key holding the question; ``None`` (default) takes the first of
+            ``question``, ``input``, ``query`` and ``messages`` present. A message list or a
+            ``PromptValue`` there (or as the whole input) gives its last human message. The input
+            keys (except ``document``) pass through to the output.
 
     Example:
         >>> route = SelfRoute(retriever=retriever, llm=ChatOpenAI(model="gpt-4o-mini"))  # doctest: +SKIP
@@ -232,7 +311,9 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     pre_route: SkipValidation[PreRoute | None] = None
     grounded: SkipValidation[bool] = False
     speculate_below: SkipValidation[float | None] = None
+    question_key: str | None = None
 
+    _pass_k: bool = PrivateAttr(default=True)
     _route_config: RouteConfig = PrivateAttr()
     _documents: tuple[Document, ...] | None = PrivateAttr(default=None)
     _index: LexicalIndex | None = PrivateAttr(default=None)
@@ -243,13 +324,19 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             super().__init__(**data)
         except ValidationError as exc:
             raise ConfigurationError(f"invalid SelfRoute settings: {exc}") from exc
-        self._route_config = self._build_config()
+        for model in (self.llm, self.long_context_llm):
+            register_model_secrets(model)  # a key of any shape passed in code is masked too
+        own_k = retriever_k(self.retriever)
+        # The retriever's own search_kwargs["k"] holds unless k= is given (or a k-ladder needs
+        # to ask for more).
+        self._pass_k = own_k is None or "k" in self.model_fields_set or bool(self.k_ladder)
+        self._route_config = self._build_config(self.k if self._pass_k else own_k)
         if self.document is not None:
             self._documents = tuple(as_documents(self.document, "document"))
         self._check_sources()
 
     # configuration ----------------------------------------------------------------------------
-    def _build_config(self) -> RouteConfig:
+    def _build_config(self, k: int | None = None) -> RouteConfig:
         prompts = self.prompts or Prompts()
         if self.sentinel is not None:
             prompts = dataclasses.replace(prompts, sentinel=self.sentinel)
@@ -257,7 +344,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         if window == "auto":
             window = model_window(self._lc_llm)
         return RouteConfig(
-            k=self.k,
+            k=self.k if k is None else k,
             prompts=prompts,
             strict=self.strict,
             long_context_window=window,
@@ -310,8 +397,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
 
     @property
     def InputType(self) -> Any:
-        """A question string or a :class:`SelfRouteInputDict`."""
-        return SelfRouteInput
+        """A question string, a :class:`SelfRouteInputDict` (extra keys allowed) or messages."""
+        return str | SelfRouteInputDict | dict[str, Any] | list[BaseMessage]
 
     @property
     def OutputType(self) -> type[SelfRouteOutput]:
@@ -381,25 +468,46 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             config=config,
             run_manager=run_manager,
             id_key=self.id_key,
-            names={Stage.RAG: model_name(self.llm), Stage.LONG_CONTEXT: model_name(self._lc_llm)},
+            names={
+                Stage.RAG: model_name(self.llm, config),
+                Stage.LONG_CONTEXT: model_name(self._lc_llm, config),
+            },
+            pass_k=self._pass_k,
         )
+
+    def _call_config(self, config: RunnableConfig) -> RouteConfig:
+        """The route config of one call: the counterfactual is priced with the long-context
+        model this call's config selects (``configurable_fields``/``configurable_alternatives``)."""
+        base = self._route_config
+        if self.long_context_model is not None:
+            return base
+        name = model_name(self._lc_llm, config)
+        if name is None or name == base.long_context_model:
+            return base
+        return dataclasses.replace(base, long_context_model=name)
+
+    def _start(
+        self,
+        value: Any,
+        config: RunnableConfig,
+        run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
+    ) -> tuple[Any, LangChainHandler, dict[str, Any]]:
+        question, per_call, passthrough = _parse_input(value, self.question_key)
+        handler = self._handler(per_call, config, run_manager)
+        return self_route_flow(question, self._call_config(config)), handler, passthrough
 
     # invoke -----------------------------------------------------------------------------------
     def _invoke(
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> SelfRouteOutput:
-        question, per_call = _parse_input(value)
-        handler = self._handler(per_call, config, run_manager)
-        result = run_flow(self_route_flow(question, self._route_config), handler)
-        return SelfRouteOutput.from_result(result)
+        flow, handler, passthrough = self._start(value, config, run_manager)
+        return SelfRouteOutput.from_result(run_flow(flow, handler), passthrough)
 
     async def _ainvoke(
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> SelfRouteOutput:
-        question, per_call = _parse_input(value)
-        handler = self._handler(per_call, config, run_manager)
-        result = await arun_flow(self_route_flow(question, self._route_config), handler)
-        return SelfRouteOutput.from_result(result)
+        flow, handler, passthrough = self._start(value, config, run_manager)
+        return SelfRouteOutput.from_result(await arun_flow(flow, handler), passthrough)
 
     def invoke(
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
@@ -415,6 +523,31 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             self._ainvoke, input, config, run_type="chain", **kwargs
         )
 
+    # Typed with Sequence so that a list[str] (or of dicts) is accepted as it is.
+    def batch(
+        self,
+        inputs: Sequence[SelfRouteInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[SelfRouteOutput]:
+        """Answer many questions concurrently (``max_concurrency`` in the config caps it)."""
+        return super().batch(list(inputs), config, return_exceptions=return_exceptions, **kwargs)
+
+    async def abatch(
+        self,
+        inputs: Sequence[SelfRouteInput],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[SelfRouteOutput]:
+        """Async :meth:`batch`."""
+        return await super().abatch(
+            list(inputs), config, return_exceptions=return_exceptions, **kwargs
+        )
+
     # streaming --------------------------------------------------------------------------------
     def _transform(
         self,
@@ -422,13 +555,10 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> Iterator[SelfRouteChunk]:
-        question, per_call = _parse_input(_join_inputs(inputs))
-        handler = self._handler(per_call, config, run_manager)
-        route = None
-        for event in drive(self_route_flow(question, self._route_config), handler, stream=True):
-            chunk = _chunk(event, route)
-            route = chunk.route or route
-            yield chunk
+        flow, handler, passthrough = self._start(_join_inputs(inputs), config, run_manager)
+        chunker = _Chunker(passthrough)
+        for event in drive(flow, handler, stream=True):
+            yield chunker.chunk(event)
 
     async def _atransform(
         self,
@@ -436,17 +566,14 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> AsyncIterator[SelfRouteChunk]:
-        question, per_call = _parse_input(_join_inputs([c async for c in inputs]))
-        handler = self._handler(per_call, config, run_manager)
-        route = None
-        flow = self_route_flow(question, self._route_config)
+        value = _join_inputs([c async for c in inputs])
+        flow, handler, passthrough = self._start(value, config, run_manager)
+        chunker = _Chunker(passthrough)
         async for event in adrive(flow, handler, stream=True):
-            chunk = _chunk(event, route)
-            route = chunk.route or route
-            yield chunk
+            yield chunker.chunk(event)
 
-    # The Runnable protocol types stream chunks as the output type; SelfRoute streams typed
-    # SelfRouteChunk objects instead (they add up, and the last one carries the output).
+    # SelfRouteChunk is a SelfRouteOutput-shaped mapping (the chunks add up to the output) but
+    # not a SelfRouteOutput: the stream methods are typed with it.
     def transform(  # type: ignore[override]
         self, input: Iterator[SelfRouteInput], config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[SelfRouteChunk]:
@@ -460,8 +587,9 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     def stream(  # type: ignore[override]
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[SelfRouteChunk]:
-        """Stream the answer as :class:`SelfRouteChunk`: the route first, then text, then the
-        result. RAG-step text is held back until it can no longer be the start of a decline."""
+        """Stream the answer as :class:`SelfRouteChunk` mappings: the route first, then
+        ``{"answer": delta}`` chunks, then the other keys. RAG-step text is held back until it
+        can no longer be the start of a decline. The chunks add up to :meth:`invoke`'s output."""
         yield from self.transform(iter([input]), config, **kwargs)
 
     async def atransform(  # type: ignore[override]
@@ -488,6 +616,44 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         async for chunk in self.atransform(one(), config, **kwargs):
             yield chunk
 
+    # other forms ------------------------------------------------------------------------------
+    def answer_only(self) -> Runnable[SelfRouteInput, str]:
+        """This route with a string output: ``invoke`` returns the answer, ``stream`` yields its
+        text deltas (for ``| StrOutputParser()`` and string chains).
+
+        A string stream cannot withdraw text: in the rare case of a retraction (a refusal whose
+        opening looked like an answer), the joined stream starts with the withdrawn text; use
+        the mapping form (``route.stream``) to see retractions.
+        """
+        return self.pick("answer").with_config(run_name="SelfRouteAnswer")
+
+    def as_tool(
+        self,
+        args_schema: Any = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arg_types: dict[str, type] | None = None,
+    ) -> BaseTool:
+        """This route as an agent tool (:func:`~langchain_selfroute.create_selfroute_tool`): the
+        agent reads the short answer (or "not found in the documents" when it abstained, never
+        the bare decline word), ``ToolMessage.artifact`` keeps the whole result.
+
+        ``args_schema`` and ``arg_types`` are not supported: the tool takes one ``question``.
+        """
+        from langchain_selfroute._tool import DEFAULT_TOOL_DESCRIPTION, create_selfroute_tool
+
+        if args_schema is not None or arg_types is not None:
+            raise ConfigurationError(
+                "SelfRoute.as_tool takes one 'question' argument; args_schema/arg_types are not "
+                "supported (wrap the route in your own runnable to change them)"
+            )
+        return create_selfroute_tool(
+            self,
+            name=name or "answer_from_documents",
+            description=description or DEFAULT_TOOL_DESCRIPTION,
+        )
+
     # construction from a store ----------------------------------------------------------------
     @classmethod
     def from_vectorstore(
@@ -501,10 +667,13 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     ) -> SelfRoute:
         """A ``SelfRoute`` over a vector store of chunks made by :func:`index_documents`.
 
-        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. For a
-        ``langchain_chroma.Chroma`` store the long context is the parent documents of the
-        retrieved chunks, rebuilt from the store with the retriever's ``filter`` applied again
-        (:class:`ChromaParentLoader`); for other stores pass ``parent_loader=`` or ``document=``.
+        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. The long
+        context is the parent documents of the retrieved chunks, rebuilt from the store: for a
+        ``langchain_chroma.Chroma`` store with the retriever's ``filter`` applied again
+        (:class:`ChromaParentLoader`), for any other store that implements ``get_by_ids`` by
+        chunk id (:class:`StoreParentLoader`). A store without ``get_by_ids`` needs
+        ``parent_loader=`` or ``document=`` (else ``ConfigurationError`` here, not at the first
+        decline).
 
         Args:
             vectorstore: The store of chunks.
@@ -513,19 +682,32 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             search_kwargs: E.g. ``{"filter": {"tenant": "acme"}}``.
             **kwargs: Any other :class:`SelfRoute` setting (``k``, ``long_context_llm``, ...).
         """
-        from langchain_selfroute._chroma import ChromaParentLoader, is_chroma
+        from langchain_selfroute._chroma import (
+            ChromaParentLoader,
+            StoreParentLoader,
+            has_get_by_ids,
+            is_chroma,
+        )
 
         k = kwargs.get("k", 5)
         retriever = vectorstore.as_retriever(
             search_type=search_type, search_kwargs={"k": k, **(search_kwargs or {})}
         )
-        if (
-            is_chroma(vectorstore)
-            and "parent_loader" not in kwargs
+        id_key = kwargs.get("id_key", "doc_id")
+        needs_loader = (
+            "parent_loader" not in kwargs
             and "aparent_loader" not in kwargs
-        ):
-            kwargs["parent_loader"] = ChromaParentLoader(
-                cast("Chroma", vectorstore), id_key=kwargs.get("id_key", "doc_id")
+            and kwargs.get("long_context", "auto") in ("auto", "parents")
+        )
+        if needs_loader and is_chroma(vectorstore):
+            kwargs["parent_loader"] = ChromaParentLoader(cast("Chroma", vectorstore), id_key=id_key)
+        elif needs_loader and has_get_by_ids(vectorstore):
+            kwargs["parent_loader"] = StoreParentLoader(vectorstore, id_key=id_key)
+        elif needs_loader and kwargs.get("document") is None:
+            raise ConfigurationError(
+                f"{type(vectorstore).__name__} does not implement get_by_ids, so SelfRoute "
+                "cannot load the full documents of retrieved chunks for the long-context step; "
+                "pass parent_loader=, document=, or long_context='input'"
             )
         return cls(retriever=retriever, llm=llm, **kwargs)
 
@@ -545,6 +727,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         search_type: str = "similarity",
         search_kwargs: dict[str, Any] | None = None,
         collection_metadata: dict[str, Any] | None = None,
+        scope_keys: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> SelfRoute:
         """Chunk ``documents`` into 300-word chunks in a Chroma collection and route over them.
@@ -569,9 +752,17 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             search_type: Retriever search type.
             search_kwargs: Retriever search kwargs (``{"filter": {...}}``).
             collection_metadata: Chroma collection metadata.
+            scope_keys: Metadata keys that tell the owners of documents apart in a shared
+                collection (see :func:`index_documents`). Default: the keys an equality
+                ``search_kwargs["filter"]`` pins (``{"tenant": "acme"}`` -> ``("tenant",)``),
+                else unknown, and a document id stored with other metadata is refused.
             **kwargs: Any other :class:`SelfRoute` setting.
         """
         from langchain_selfroute._chroma import index_documents, open_chroma
+        from selfroute._owners import scope_keys_of_filter
+
+        if scope_keys is None:
+            scope_keys = scope_keys_of_filter((search_kwargs or {}).get("filter"))
 
         store = open_chroma(
             embedding=embedding,
@@ -587,6 +778,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             chunk_words=chunk_words,
             overlap_words=overlap_words,
             id_key=kwargs.get("id_key", "doc_id"),
+            scope_keys=scope_keys,
         )
         return cls.from_vectorstore(
             store,

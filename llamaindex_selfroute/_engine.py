@@ -46,6 +46,7 @@ from llamaindex_selfroute._parents import (
 from llamaindex_selfroute._prompts import prompts_to_templates, update_prompts
 from llamaindex_selfroute._structured import structured_support
 from selfroute import (
+    Abstention,
     ConfigurationError,
     FlowEvent,
     Prompts,
@@ -64,18 +65,80 @@ from selfroute import (
     structured_unsupported,
     validate_question,
 )
+from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
 
-__all__ = ["RESULT_KEY", "RESULT_OBJECT_KEY", "SelfRouteQueryEngine", "get_route_result"]
+__all__ = [
+    "ABSTENTION_MESSAGES",
+    "RESULT_KEY",
+    "RESULT_OBJECT_KEY",
+    "SelfRouteQueryEngine",
+    "SelfRouteResponse",
+    "get_route_result",
+]
 
 dispatcher = get_dispatcher(__name__)
 
-#: ``response.metadata[RESULT_KEY]`` holds ``RouteResult.to_dict()`` (JSON-serializable).
+#: ``response.metadata[RESULT_KEY]`` holds ``RouteResult.to_dict()`` (JSON-serializable; the
+#: :class:`selfroute.RouteResult` itself is :func:`get_route_result`). The other metadata entries
+#: are LlamaIndex's usual ones: each source node's metadata under its node id.
 RESULT_KEY = "selfroute"
-#: ``response.metadata[RESULT_OBJECT_KEY]`` holds the :class:`selfroute.RouteResult` itself.
+#: Formerly the metadata key of the live ``RouteResult``; no longer set, so that
+#: ``json.dumps(response.metadata)`` works: use :func:`get_route_result`.
 RESULT_OBJECT_KEY = "selfroute_result"
+
+#: What an agent is told instead of the answer when the engine abstained (``str(response)``).
+ABSTENTION_MESSAGES = {
+    Abstention.DECLINED: (
+        "NOT FOUND: the documents do not contain the answer to this question. Do not guess; "
+        "say that the documents do not answer it, or try a different question."
+    ),
+    Abstention.UNGROUNDED: (
+        "NOT FOUND: no answer supported by the documents' text was found for this question "
+        "(a candidate answer could not be verified against the documents). Do not guess."
+    ),
+    Abstention.OVER_BUDGET: (
+        "NOT FOUND: the retrieved passages do not contain the answer, and the full documents "
+        "were not read (long-context budget exhausted). Do not guess."
+    ),
+}
+
+
+def abstention_message(result: RouteResult) -> str | None:
+    """The "NOT FOUND" note for an abstained result (``None`` when it answers)."""
+    if result.abstention is None:
+        return None
+    return ABSTENTION_MESSAGES.get(result.abstention, ABSTENTION_MESSAGES[Abstention.DECLINED])
+
+
+class _ResultDict(dict[str, Any]):
+    """``RouteResult.to_dict()`` (``json.dumps`` sees a plain dict) carrying the live result."""
+
+    def __init__(self, result: RouteResult) -> None:
+        super().__init__(result.to_dict())
+        self.result = result
+
+
+@dataclasses.dataclass
+class SelfRouteResponse(Response):
+    """A LlamaIndex ``Response`` whose ``str()`` never is a bare decline word.
+
+    ``response.response`` is the answer (the sentinel when the engine abstained); ``str(response)``
+    -- what ``QueryEngineTool``, ``RouterQueryEngine`` and ``SubQuestionQueryEngine`` read -- is
+    the answer, or a plain "NOT FOUND: ..." note (:data:`ABSTENTION_MESSAGES`) when it abstained.
+    """
+
+    def __str__(self) -> str:
+        info = self.metadata.get(RESULT_KEY) if self.metadata else None
+        result = getattr(info, "result", None)
+        if isinstance(result, RouteResult):
+            note = abstention_message(result)
+            if note is not None:
+                return note
+        return super().__str__()
+
 
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(RouteConfig)}
 
@@ -94,7 +157,7 @@ def get_route_result(response: Any) -> RouteResult:
     if raw is not None and not hasattr(response, "metadata"):
         response = raw
     metadata = getattr(response, "metadata", None) or {}
-    result = metadata.get(RESULT_OBJECT_KEY)
+    result = getattr(metadata.get(RESULT_KEY), "result", None)
     if not isinstance(result, RouteResult):
         raise SelfRouteError(
             "this response carries no Self-Route result: it did not come from "
@@ -229,6 +292,7 @@ class SelfRouteQueryEngine(BaseQueryEngine):
                 raise ConfigurationError(
                     f"{name} must be a LlamaIndex LLM, got {type(value).__name__}"
                 )
+            register_model_secrets(value)  # a key of any shape passed in code is masked too
         self._config = _build_config(
             config, prompts, self._long_context_llm, long_context_window, settings
         )
@@ -429,10 +493,31 @@ class SelfRouteQueryEngine(BaseQueryEngine):
         nodes = await self._handler(bundle).aretrieve_nodes(bundle.query_str.strip())
         return nodes[: self._config.k]
 
+    def as_tool(
+        self,
+        *,
+        name: str = "selfroute_search",
+        description: str | None = None,
+        return_direct: bool = False,
+    ) -> Any:
+        """This engine as an agent tool (:func:`~llamaindex_selfroute.create_selfroute_tool`):
+        the agent reads the answer, or a "NOT FOUND" note when the engine abstained."""
+        from llamaindex_selfroute._tool import DEFAULT_TOOL_DESCRIPTION, create_selfroute_tool
+
+        return create_selfroute_tool(
+            self,
+            name=name,
+            description=description or DEFAULT_TOOL_DESCRIPTION,
+            return_direct=return_direct,
+        )
+
     # -- results ---------------------------------------------------------------------------
     def _finish(self, result: RouteResult, metadata: dict[str, Any]) -> None:
-        metadata[RESULT_KEY] = result.to_dict()
-        metadata[RESULT_OBJECT_KEY] = result
+        for passage in result.sources:  # LlamaIndex's usual entries: node id -> node metadata
+            if isinstance(passage.source, NodeWithScore):
+                node = passage.source.node
+                metadata.setdefault(node.node_id, dict(node.metadata))
+        metadata[RESULT_KEY] = _ResultDict(result)
         dispatcher.event(
             SelfRouteResultEvent(
                 route=result.route.value, reason=result.reason.value, result=result.to_dict()
@@ -443,7 +528,7 @@ class SelfRouteQueryEngine(BaseQueryEngine):
         nodes = [p.source for p in result.sources if isinstance(p.source, NodeWithScore)]
         metadata: dict[str, Any] = {}
         self._finish(result, metadata)
-        return Response(response=result.answer, source_nodes=nodes, metadata=metadata)
+        return SelfRouteResponse(response=result.answer, source_nodes=nodes, metadata=metadata)
 
     def _on_event(self, event: FlowEvent, metadata: dict[str, Any]) -> str | None:
         """Text to stream for one driver event (``None``: nothing)."""

@@ -12,6 +12,8 @@ sentinel prompt (or, for ``verdict="structured"``, a ``ConfigurationError``).
 
 from __future__ import annotations
 
+import gc
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -28,7 +30,12 @@ from llama_index_instrumentation import get_dispatcher
 from llamaindex_selfroute._events import SelfRouteStepEndEvent, SelfRouteStepStartEvent
 from llamaindex_selfroute._parents import LongContextSource
 from llamaindex_selfroute._structured import structured_support, tool_arguments, verdict_tool
-from llamaindex_selfroute._usage import StreamUsage, model_from_response, usage_from_response
+from llamaindex_selfroute._usage import (
+    StreamUsage,
+    finish_reason_from_response,
+    model_from_response,
+    usage_from_response,
+)
 from selfroute import (
     ContextDocument,
     Generate,
@@ -43,6 +50,7 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
+from selfroute._faults import classified
 
 __all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
 
@@ -56,6 +64,29 @@ def configured_model_name(llm: LLM) -> str | None:
     except Exception:  # metadata of a third-party LLM may raise; the name is only a label
         return None
     return name if isinstance(name, str) and name and name != "unknown" else None
+
+
+def _close(responses: Any) -> None:
+    """Close a stream abandoned before its end (a cancelled call) down to the HTTP response.
+
+    LlamaIndex wraps the provider's stream in generators (callbacks, instrumentation), and the
+    OpenAI SDK's stream object is in a reference cycle with its own generator: closing the outer
+    generator leaves the HTTP response open until the cycle collector runs, while the provider
+    keeps generating. So the generators under ``responses`` (each suspended generator references
+    the next: a local, or the iterator of its ``for`` loop) are closed innermost first; the
+    innermost (the HTTP client's byte stream) closes the connection when closed.
+    """
+    if not inspect.isgenerator(responses):
+        return
+    chain: list[Any] = [responses]
+    while len(chain) < 32:  # a suspended generator references what its frame holds
+        refs = gc.get_referents(chain[-1])
+        inner = next((r for r in refs if inspect.isgenerator(r) and r not in chain), None)
+        if inner is None:
+            break
+        chain.append(inner)
+    for generator in reversed(chain):
+        generator.close()
 
 
 def _is_chat_model(llm: LLM) -> bool:
@@ -212,6 +243,11 @@ class LlamaIndexHandler:
         extend = getattr(llm, "_extend_messages", None)  # adds the LLM's system_prompt, if any
         return list(extend(messages)) if callable(extend) else messages
 
+    def _classified(self, step: Generate) -> Any:
+        """Context of one model call: a provider rejection (401, 404 ``model_not_found`` ...)
+        becomes a :class:`~selfroute.ModelConfigurationError` naming the stage and model."""
+        return classified(step.stage, configured_model_name(self.llms[step.stage]))
+
     def _start(self, step: Generate, streaming: bool) -> LLM:
         llm = self.llms[step.stage]
         dispatcher.event(
@@ -240,6 +276,7 @@ class LlamaIndexHandler:
             text=text or "",
             usage=usage_from_response(response),
             model=model_from_response(response) or configured_model_name(llm),
+            finish_reason=finish_reason_from_response(response),
         )
 
     # -- structured verdicts -----------------------------------------------------------------
@@ -293,20 +330,23 @@ class LlamaIndexHandler:
             model=model_from_response(response) or configured_model_name(llm),
             structured=structured,
             structured_error=error,
+            finish_reason=finish_reason_from_response(response),
         )
 
     def _structured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
         assert step.structured is not None
         self._start(step, streaming=False)
         tools, kwargs = self._tool_request(llm, step.structured)
-        response = llm.chat_with_tools(tools, **kwargs)
+        with self._classified(step):
+            response = llm.chat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
 
     async def _astructured_call(self, step: Generate, llm: FunctionCallingLLM) -> Generation:
         assert step.structured is not None
         self._start(step, streaming=False)
         tools, kwargs = self._tool_request(llm, step.structured)
-        response = await llm.achat_with_tools(tools, **kwargs)
+        with self._classified(step):
+            response = await llm.achat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
 
     def _streamed(self, step: Generate, gen: Generation) -> Iterator[GenerationChunk]:
@@ -320,12 +360,13 @@ class LlamaIndexHandler:
         if structured_llm is not None:
             return self._structured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
-        if _is_chat_model(llm):
-            chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
-            gen = self._generation(llm, chat, chat.message.content)
-        else:
-            completion = llm.complete(step.prompt, **self.llm_kwargs)
-            gen = self._generation(llm, completion, completion.text)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                chat = llm.chat(self._messages(llm, step.prompt), **self.llm_kwargs)
+                gen = self._generation(llm, chat, chat.message.content)
+            else:
+                completion = llm.complete(step.prompt, **self.llm_kwargs)
+                gen = self._generation(llm, completion, completion.text)
         return self._end(step, gen)
 
     async def _acall(self, step: Generate) -> Generation:
@@ -333,12 +374,13 @@ class LlamaIndexHandler:
         if structured_llm is not None:
             return await self._astructured_call(step, structured_llm)
         llm = self._start(step, streaming=False)
-        if _is_chat_model(llm):
-            chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
-            gen = self._generation(llm, chat, chat.message.content)
-        else:
-            completion = await llm.acomplete(step.prompt, **self.llm_kwargs)
-            gen = self._generation(llm, completion, completion.text)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                chat = await llm.achat(self._messages(llm, step.prompt), **self.llm_kwargs)
+                gen = self._generation(llm, chat, chat.message.content)
+            else:
+                completion = await llm.acomplete(step.prompt, **self.llm_kwargs)
+                gen = self._generation(llm, completion, completion.text)
         return self._end(step, gen)
 
     @dispatcher.span
@@ -374,9 +416,10 @@ class LlamaIndexHandler:
         return await self.along_context_generate(step)
 
     def _stream_end(self, step: Generate, llm: LLM, acc: StreamUsage, parts: list[str]) -> Any:
-        model = acc.model or configured_model_name(llm)
-        self._end(step, Generation(text="".join(parts), usage=acc.usage(), model=model))
-        return GenerationChunk(text="", usage=acc.usage(), model=model)
+        model, finish = acc.model or configured_model_name(llm), acc.finish_reason()
+        gen = Generation(text="".join(parts), usage=acc.usage(), model=model, finish_reason=finish)
+        self._end(step, gen)
+        return GenerationChunk(text="", usage=gen.usage, model=model, finish_reason=finish)
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
         """Run the stage's LLM on the prompt, streaming text deltas; usage comes last.
@@ -389,18 +432,22 @@ class LlamaIndexHandler:
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
-        if _is_chat_model(llm):
-            responses: Iterator[Any] = llm.stream_chat(
-                self._messages(llm, step.prompt), **self.llm_kwargs
-            )
-        else:
-            responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
-        for response in responses:
-            acc.add(response)
-            delta = response.delta or ""
-            if delta:
-                parts.append(delta)
-                yield GenerationChunk(text=delta)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                responses: Iterator[Any] = llm.stream_chat(
+                    self._messages(llm, step.prompt), **self.llm_kwargs
+                )
+            else:
+                responses = llm.stream_complete(step.prompt, **self.llm_kwargs)
+            try:
+                for response in responses:
+                    acc.add(response)
+                    delta = response.delta or ""
+                    if delta:
+                        parts.append(delta)
+                        yield GenerationChunk(text=delta)
+            finally:  # closed early (a cancelled call): close the provider's stream now
+                _close(responses)
         yield self._stream_end(step, llm, acc, parts)
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
@@ -413,16 +460,17 @@ class LlamaIndexHandler:
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
-        if _is_chat_model(llm):
-            responses: AsyncIterator[Any] = await llm.astream_chat(
-                self._messages(llm, step.prompt), **self.llm_kwargs
-            )
-        else:
-            responses = await llm.astream_complete(step.prompt, **self.llm_kwargs)
-        async for response in responses:
-            acc.add(response)
-            delta = response.delta or ""
-            if delta:
-                parts.append(delta)
-                yield GenerationChunk(text=delta)
+        with self._classified(step):
+            if _is_chat_model(llm):
+                responses: AsyncIterator[Any] = await llm.astream_chat(
+                    self._messages(llm, step.prompt), **self.llm_kwargs
+                )
+            else:
+                responses = await llm.astream_complete(step.prompt, **self.llm_kwargs)
+            async for response in responses:
+                acc.add(response)
+                delta = response.delta or ""
+                if delta:
+                    parts.append(delta)
+                    yield GenerationChunk(text=delta)
         yield self._stream_end(step, llm, acc, parts)

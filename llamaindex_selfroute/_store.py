@@ -29,6 +29,7 @@ from selfroute import (
     InvalidInputError,
     MissingDependencyError,
 )
+from selfroute._owners import owner_conflicts, refuse_replacement
 
 __all__ = ["DEFAULT_COLLECTION", "build_index", "load_index", "split_build_kwargs"]
 
@@ -49,6 +50,7 @@ _BUILD_KEYS = frozenset(
         "overlap_words",
         "collection_kwargs",
         "show_progress",
+        "scope_keys",
     }
 )
 _LOAD_KEYS = frozenset({"embed_model", "vector_store", "collection_name"})
@@ -129,6 +131,14 @@ def _read_manifest(persist_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _stored_metadata(docstore: Any, doc_id: str) -> dict[str, Any] | None:
+    """Metadata of the stored document ``doc_id`` (``None``: not stored)."""
+    if docstore.document_exists(doc_id):
+        return dict(docstore.get_document(doc_id).metadata or {})
+    info = docstore.get_ref_doc_info(doc_id)
+    return None if info is None else dict(info.metadata or {})
+
+
 def build_index(
     documents: Sequence[Any],
     *,
@@ -140,6 +150,7 @@ def build_index(
     overlap_words: int = 0,
     collection_kwargs: dict[str, Any] | None = None,
     show_progress: bool = False,
+    scope_keys: Sequence[str] | None = None,
 ) -> VectorStoreIndex:
     """Chunk ``documents``, embed the chunks into a vector store, keep the documents.
 
@@ -156,12 +167,19 @@ def build_index(
         overlap_words: Words shared by neighbouring chunks.
         collection_kwargs: Extra arguments for ``get_or_create_collection`` (e.g. ``metadata``).
         show_progress: Show progress bars.
+        scope_keys: Metadata keys that tell the owners of documents apart (``("tenant",)``).
+            LlamaIndex document ids are global in an index, so a document whose id is stored
+            under *another owner* is refused, never replaced: give each owner's documents
+            their own ids (``f"{tenant}/{name}"``). ``None`` (the owner keys are unknown):
+            a stored document with any other metadata is refused. ``()``: ids are global,
+            replace regardless.
 
     Returns:
         A ``VectorStoreIndex`` whose docstore holds the original documents.
 
     Raises:
-        InvalidInputError: Documents missing, empty, of the wrong type or with repeated ids.
+        InvalidInputError: Documents missing, empty, of the wrong type or with repeated ids, or
+            an id already stored for another owner (see ``scope_keys``).
         ConfigurationError: Bad chunking settings.
         MissingDependencyError: Chroma support is not installed.
     """
@@ -189,8 +207,20 @@ def build_index(
         index = VectorStoreIndex([], storage_context=storage, embed_model=embed)
         index.set_index_id(_INDEX_ID)
     docstore = index.docstore
+    stored = {doc.node_id: _stored_metadata(docstore, doc.node_id) for doc in docs}
+    for i, doc in enumerate(docs):  # check every document before replacing any
+        meta = stored[doc.node_id]
+        conflicts = {} if meta is None else owner_conflicts(meta, doc.metadata, scope_keys)
+        if conflicts and scope_keys != ():
+            raise refuse_replacement(
+                doc.node_id,
+                conflicts,
+                where=f"documents[{i}]",
+                hint="Document ids are global in an index: give each owner's documents their "
+                "own ids (e.g. f'{tenant}/{name}'), or pass scope_keys=() to replace it anyway.",
+            )
     for doc in docs:  # re-ingesting a document replaces its chunks
-        if docstore.document_exists(doc.node_id) or docstore.get_ref_doc_info(doc.node_id):
+        if stored[doc.node_id] is not None:
             index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
     index.insert_nodes(parser.get_nodes_from_documents(docs, show_progress=show_progress))
     docstore.add_documents(docs, allow_update=True)

@@ -7,8 +7,13 @@ from typing import Any
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.tools import QueryEngineTool, ToolMetadata, ToolOutput
 
-from llamaindex_selfroute._engine import RESULT_OBJECT_KEY, SelfRouteQueryEngine
-from selfroute import Abstention, ConfigurationError, RouteResult
+from llamaindex_selfroute._engine import (
+    ABSTENTION_MESSAGES,
+    RESULT_KEY,
+    SelfRouteQueryEngine,
+    abstention_message,
+)
+from selfroute import ConfigurationError, RouteResult
 
 __all__ = [
     "ABSTENTION_MESSAGES",
@@ -22,22 +27,6 @@ DEFAULT_TOOL_DESCRIPTION = (
     "question. Output: a short answer taken from the documents, or a note that the documents do "
     "not contain the answer."
 )
-
-#: What the tool tells the agent instead of the answer when the engine abstained.
-ABSTENTION_MESSAGES = {
-    Abstention.DECLINED: (
-        "NOT FOUND: the documents do not contain the answer to this question. Do not guess; "
-        "say that the documents do not answer it, or try a different question."
-    ),
-    Abstention.UNGROUNDED: (
-        "NOT FOUND: no answer supported by the documents' text was found for this question "
-        "(a candidate answer could not be verified against the documents). Do not guess."
-    ),
-    Abstention.OVER_BUDGET: (
-        "NOT FOUND: the retrieved passages do not contain the answer, and the full documents "
-        "were not read (long-context budget exhausted). Do not guess."
-    ),
-}
 
 
 class SelfRouteTool(QueryEngineTool):
@@ -53,11 +42,10 @@ class SelfRouteTool(QueryEngineTool):
 
     def _output(self, query: str, response: Any) -> ToolOutput:
         content = str(response.response or "")
-        result = (getattr(response, "metadata", None) or {}).get(RESULT_OBJECT_KEY)
-        if isinstance(result, RouteResult) and result.abstention is not None:
-            content = ABSTENTION_MESSAGES.get(
-                result.abstention, ABSTENTION_MESSAGES[Abstention.DECLINED]
-            )
+        info = (getattr(response, "metadata", None) or {}).get(RESULT_KEY)
+        result = getattr(info, "result", None)
+        if isinstance(result, RouteResult):
+            content = abstention_message(result) or content
         return ToolOutput(
             content=content,
             tool_name=self.metadata.get_name(),

@@ -14,8 +14,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from selfroute import Usage
+from selfroute._faults import INCOMPLETE, normalize_finish_reason
 
-__all__ = ["StreamUsage", "model_from_response", "usage_from_response"]
+__all__ = [
+    "StreamUsage",
+    "finish_reason_from_response",
+    "model_from_response",
+    "usage_from_response",
+]
 
 _INPUT_KEYS = ("prompt_tokens", "input_tokens", "prompt_token_count")
 _OUTPUT_KEYS = ("completion_tokens", "output_tokens", "candidates_token_count")
@@ -126,6 +132,32 @@ def model_from_response(response: Any) -> str | None:
     return None
 
 
+def _first(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) and value:
+        return value[0]
+    return None
+
+
+def finish_reason_from_response(response: Any) -> str | None:
+    """How the call ended, from ``raw`` (normalized: ``stop``, ``length``, ``content_filter``).
+
+    Reads ``raw.choices[0].finish_reason`` (OpenAI and compatible servers),
+    ``raw.candidates[0].finish_reason`` (Gemini) and ``raw.stop_reason`` (Anthropic); ``None``
+    when the response does not say.
+    """
+    raw = getattr(response, "raw", None)
+    for container, key in (
+        (_first(_get(raw, "choices")), "finish_reason"),
+        (_first(_get(raw, "candidates")), "finish_reason"),
+        (raw, "stop_reason"),
+        (raw, "finish_reason"),
+    ):
+        reason = normalize_finish_reason(_get(container, key))
+        if reason is not None:
+            return reason
+    return None
+
+
 class StreamUsage:
     """Collects usage over the chunks of a streamed response.
 
@@ -142,12 +174,19 @@ class StreamUsage:
         self._cached: int | None = None
         self.model: str | None = None
         self.seen = False
+        self._finish: str | None = None
+        self._chunked = False  # an OpenAI-style stream (chunks with ``choices``)
 
     def add(self, response: Any) -> None:
         """Fold in one streamed chunk."""
         model = model_from_response(response)
         if model:
             self.model = model
+        if _get(getattr(response, "raw", None), "choices") is not None:
+            self._chunked = True
+        finish = finish_reason_from_response(response)
+        if finish is not None:
+            self._finish = finish
         usage = usage_from_response(response)
         if usage is None:
             return
@@ -157,6 +196,13 @@ class StreamUsage:
         self._total = max(self._total, usage.total_tokens)
         if usage.cached_input_tokens is not None:
             self._cached = max(self._cached or 0, usage.cached_input_tokens)
+
+    def finish_reason(self) -> str | None:
+        """How the stream ended: the last finish reason reported; ``incomplete`` for an
+        OpenAI-style stream that ended without one; ``None`` when the provider does not say."""
+        if self._finish is None and self._chunked:
+            return INCOMPLETE
+        return self._finish
 
     def usage(self) -> Usage | None:
         """The usage of the whole stream, or ``None`` if no chunk reported any."""

@@ -24,6 +24,7 @@ from selfroute._errors import (
     InvalidInputError,
     LongContextError,
     MissingDependencyError,
+    ModelConfigurationError,
     ModelOutputError,
     RetrievalError,
     SelfRouteError,
@@ -65,6 +66,7 @@ from selfroute._grounding import (
     split_quotes,
 )
 from selfroute._preroute import DEFAULT_GLOBAL_PATTERNS, PreRoute, is_global_question
+from selfroute._pricing import PriceTable
 from selfroute._prompts import (
     DEFAULT_LONG_CONTEXT_PROMPT,
     DEFAULT_RAG_PROMPT,
@@ -77,7 +79,6 @@ from selfroute._redact import RedactingFilter, redact, register_secret
 from selfroute._result import (
     Abstention,
     Passage,
-    PriceTable,
     Reason,
     Route,
     RouteResult,
@@ -133,6 +134,7 @@ __all__ = [
     "LongContextBudget",
     "LongContextError",
     "MissingDependencyError",
+    "ModelConfigurationError",
     "ModelOutputError",
     "OnError",
     "OverflowStrategy",

@@ -13,6 +13,10 @@ catch one type. The subclasses split along who has to act:
   fall back to.
 * :class:`ModelOutputError` -- a model call failed or returned something unusable where no fallback
   applies.
+* :class:`ModelConfigurationError` -- a provider rejected a model call (bad key, no permission,
+  unknown model, request too large): a :class:`ConfigurationError` and a
+  :class:`ModelOutputError`; never escalated (it would fail the same way, or spend the expensive
+  model on every question).
 * :class:`LongContextError` -- the long-context step failed; carries the partial result of the RAG
   step (its answer and usage) so nothing already paid for is lost.
 * :class:`MissingDependencyError` -- an optional dependency is missing; names the extra to install.
@@ -34,6 +38,7 @@ __all__ = [
     "InvalidInputError",
     "LongContextError",
     "MissingDependencyError",
+    "ModelConfigurationError",
     "ModelOutputError",
     "RetrievalError",
     "SelfRouteError",
@@ -92,6 +97,15 @@ class RetrievalError(SelfRouteError):
 
 class ModelOutputError(SelfRouteError):
     """A model call failed or its output was unusable and no fallback applied."""
+
+
+class ModelConfigurationError(ConfigurationError, ModelOutputError):
+    """A provider rejected a model call as wrongly configured (HTTP 400, 401, 403, 404, 422).
+
+    Raised at once, not escalated: a typo in the RAG model's name must not send every question
+    to the long-context model. ``context`` holds ``stage`` (``rag``/``long_context``),
+    ``status`` and ``model``.
+    """
 
 
 class LongContextError(SelfRouteError):

@@ -201,39 +201,24 @@ def fit_context(
         )
     window = window_tokens if window_tokens is not None else available_tokens
     if available_tokens <= 0:
-        raise ContextOverflowError(
+        raise _overflow(
             f"no room for the long context: the prompt and answer budget already use the "
             f"{window}-token window",
-            document_tokens=total,
-            available_tokens=available_tokens,
-            window_tokens=window,
+            total,
+            available_tokens,
+            window,
         )
     if strat is OverflowStrategy.ERROR:
-        raise ContextOverflowError(
+        raise _overflow(
             f"the long context needs {total} tokens but only {available_tokens} of the "
             f"{window}-token window are available; choose overflow='fill' or 'truncate_middle', "
             "or a model with a larger window",
-            document_tokens=total,
-            available_tokens=available_tokens,
-            window_tokens=window,
+            total,
+            available_tokens,
+            window,
         )
     if strat is OverflowStrategy.TRUNCATE_MIDDLE:
-        half = available_tokens // 2
-        text = counter.head(full, half) + GAP_MARKER + counter.tail(full, available_tokens - half)
-        tokens = counter.count(text)
-        # The marker and re-tokenisation at the seam can add a few tokens: shave them off.
-        while tokens > available_tokens and half > 0:
-            half -= max(1, (tokens - available_tokens + 1) // 2)
-            text = counter.head(full, half) + GAP_MARKER + counter.tail(full, max(0, half))
-            tokens = counter.count(text)
-        if tokens > available_tokens:  # not even the gap marker fits: never send over budget
-            raise ContextOverflowError(
-                f"only {available_tokens} tokens are available for the long context, too few "
-                "to truncate it",
-                document_tokens=total,
-                available_tokens=available_tokens,
-                window_tokens=window,
-            )
+        text, tokens = _truncate_middle(full, total, available_tokens, window, counter)
         return FittedContext(
             text=text,
             tokens=tokens,
@@ -243,11 +228,73 @@ def fit_context(
             documents=len(docs),
             counter=counter.name,
         )
-    # fill
-    chunks: list[Chunk] = []
-    for d_i, d in enumerate(docs):
-        chunks.extend(chunk_text(d.text, doc_id=d.doc_id or f"doc{d_i}", chunk_words=chunk_words))
-    doc_order = {did: i for i, did in enumerate(dict.fromkeys(c.doc_id for c in chunks))}
+    chunks = [
+        chunk
+        for d_i, d in enumerate(docs)
+        for chunk in chunk_text(d.text, doc_id=d.doc_id or f"doc{d_i}", chunk_words=chunk_words)
+    ]
+    kept = _fill(chunks, question, retrieved, counter, available_tokens)
+    if not kept:
+        raise _overflow(
+            f"not even one {chunk_words}-word chunk fits the {available_tokens} tokens available "
+            "for the long context",
+            total,
+            available_tokens,
+            window,
+        )
+    text = _join_kept(chunks, kept)
+    return FittedContext(
+        text=text,
+        tokens=counter.count(text),
+        original_tokens=total,
+        strategy=strat.value,
+        truncated=True,
+        documents=len(docs),
+        kept_chunks=len(kept),
+        total_chunks=len(chunks),
+        counter=counter.name,
+    )
+
+
+def _overflow(message: str, total: int, available: int, window: int) -> ContextOverflowError:
+    return ContextOverflowError(
+        message, document_tokens=total, available_tokens=available, window_tokens=window
+    )
+
+
+def _truncate_middle(
+    full: str, total: int, available_tokens: int, window: int, counter: TokenCounter
+) -> tuple[str, int]:
+    """``truncate_middle``: the head and the tail of ``full`` around a gap marker, and its
+    token count."""
+    half = available_tokens // 2
+    text = counter.head(full, half) + GAP_MARKER + counter.tail(full, available_tokens - half)
+    tokens = counter.count(text)
+    # The marker and re-tokenisation at the seam can add a few tokens: shave them off.
+    while tokens > available_tokens and half > 0:
+        half -= max(1, (tokens - available_tokens + 1) // 2)
+        text = counter.head(full, half) + GAP_MARKER + counter.tail(full, max(0, half))
+        tokens = counter.count(text)
+    if tokens > available_tokens:  # not even the gap marker fits: never send over budget
+        raise _overflow(
+            f"only {available_tokens} tokens are available for the long context, too few "
+            "to truncate it",
+            total,
+            available_tokens,
+            window,
+        )
+    return text, tokens
+
+
+def _fill(
+    chunks: list[Chunk],
+    question: str,
+    retrieved: Sequence[str],
+    counter: TokenCounter,
+    available_tokens: int,
+) -> set[int]:
+    """``fill``: the indices of the chunks kept, most relevant first while they fit (each with
+    room for a gap marker)."""
     sizes = [counter.count(c.text) for c in chunks]
     marker_cost = counter.count(GAP_MARKER)
     kept: set[int] = set()
@@ -257,14 +304,12 @@ def fit_context(
         if used + cost <= available_tokens:
             kept.add(i)
             used += cost
-    if not kept:
-        raise ContextOverflowError(
-            f"not even one {chunk_words}-word chunk fits the {available_tokens} tokens available "
-            "for the long context",
-            document_tokens=total,
-            available_tokens=available_tokens,
-            window_tokens=window,
-        )
+    return kept
+
+
+def _join_kept(chunks: list[Chunk], kept: set[int]) -> str:
+    """The kept chunks in document order, a gap marker wherever something was left out."""
+    doc_order = {did: i for i, did in enumerate(dict.fromkeys(c.doc_id for c in chunks))}
     ordered = sorted(kept, key=lambda i: (doc_order[chunks[i].doc_id], chunks[i].index))
     parts: list[str] = []
     prev: Chunk | None = None
@@ -278,15 +323,4 @@ def fit_context(
             parts.append(GAP_MARKER.lstrip("\n"))
         parts.append(c.text)
         prev = c
-    text = "".join(parts).strip()
-    return FittedContext(
-        text=text,
-        tokens=counter.count(text),
-        original_tokens=total,
-        strategy=strat.value,
-        truncated=True,
-        documents=len(docs),
-        kept_chunks=len(kept),
-        total_chunks=len(chunks),
-        counter=counter.name,
-    )
+    return "".join(parts).strip()

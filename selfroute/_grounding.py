@@ -20,10 +20,11 @@ import re
 import unicodedata
 from array import array
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from selfroute._errors import ConfigurationError
+from selfroute._result import Citation
 from selfroute._verdict import strip_reasoning
 
 __all__ = [
@@ -41,35 +42,6 @@ QUOTE_LABEL = "Quote:"
 
 
 # -- results ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Citation:
-    """One quote the model gave, and where (if anywhere) it was found.
-
-    Attributes:
-        quote: The quote as the model wrote it, without surrounding quote marks.
-        found: Whether the quote was found in one of the sources.
-        source_index: Index (in the sources given to :func:`check_grounding`) of the source where
-            it was found.
-        doc_id: That source's ``doc_id``.
-        start: Start offset of the quoted span in that source's original text.
-        end: End offset (exclusive) of the quoted span in that source's original text.
-        reason: Why the quote was not found: ``"not_found"``, ``"too_short"`` (fewer words than
-            can be verified) or ``"empty"``. ``None`` when found.
-    """
-
-    quote: str
-    found: bool
-    source_index: int | None
-    doc_id: str | None
-    start: int | None
-    end: int | None
-    reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of the fields."""
-        return asdict(self)
-
-
 @dataclass(frozen=True)
 class GroundingSource:
     """A text the model was given (for example one retrieved passage).

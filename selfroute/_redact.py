@@ -8,11 +8,17 @@ What is masked:
 
 * OpenAI-style keys: ``sk-...``, ``sk-proj-...``, ``sk-svcacct-...`` (and ``sk-ant-...``).
 * Google API keys: ``AIza...``, and ``?key=...`` in URLs.
+* Groq ``gsk_...``, xAI ``xai-...`` and Hugging Face ``hf_...`` tokens.
 * Bearer tokens: ``Authorization: Bearer <token>``, ``bearer <token>``.
 * ``api_key=...`` / ``"api-key": "..."`` / ``x-goog-api-key: ...`` style assignments.
 * The *current* values of the environment variables in :data:`SECRET_ENV_VARS` (read at call
   time, so a key set after import is still masked), and any value given to
-  :func:`register_secret`.
+  :func:`register_secret`, or held by a model client given to
+  :func:`register_model_secrets` (the adapters call it for every model they wrap, so a key of any
+  shape passed in code -- a 32-hex Azure key, say -- is masked too).
+
+Error text built from an exception is also *capped* (:func:`cap_text`): a provider exception whose
+repr holds a whole request body must not put a document into an error message.
 
 Logs written by other libraries (the provider SDK, httpx) are outside selfroute's control; attach
 :class:`RedactingFilter` to your log handlers to mask them too.
@@ -20,18 +26,23 @@ Logs written by other libraries (the provider SDK, httpx) are outside selfroute'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "REDACTED",
     "SECRET_ENV_VARS",
     "RedactingFilter",
+    "cap_text",
+    "describe_exception",
     "redact",
     "redact_exception",
+    "register_model_secrets",
     "register_secret",
 ]
 
@@ -49,7 +60,16 @@ SECRET_ENV_VARS: tuple[str, ...] = (
     "MISTRAL_API_KEY",
     "LANGSMITH_API_KEY",
     "LANGCHAIN_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "HF_TOKEN",
+    "HUGGINGFACEHUB_API_TOKEN",
+    "TOGETHER_API_KEY",
+    "DEEPSEEK_API_KEY",
 )
+
+#: Error text built from an exception is cut to this many characters.
+MAX_ERROR_CHARS = 1000
 
 #: Values shorter than this are not treated as secrets (masking "x" everywhere helps nobody).
 _MIN_SECRET_LEN = 8
@@ -74,6 +94,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
     # Google API keys.
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
+    # Groq, xAI and Hugging Face tokens.
+    (re.compile(r"\b(?:gsk_|xai-|hf_)[A-Za-z0-9_\-]{20,}"), REDACTED),
 )
 
 _registry_lock = threading.Lock()
@@ -122,13 +144,74 @@ def redact(text: str, *, secrets: Iterable[str] = ()) -> str:
     return out
 
 
+def cap_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut.
+
+    Example:
+        >>> cap_text("x" * 30, 10)
+        'xxxxxxxxxx... [20 more characters cut]'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit:,} more characters cut]"
+
+
 def redact_exception(exc: BaseException) -> str:
-    """``repr(exc)`` with secrets masked (what selfroute records for a failed step)."""
+    """``repr(exc)`` with secrets masked and capped (what selfroute records for a failed step)."""
     try:
         text = repr(exc)
     except Exception:  # a broken __repr__ must not hide the failure
         text = f"{type(exc).__name__}(<unprintable>)"
-    return redact(text)
+    return cap_text(redact(text))
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message"`` with secrets masked and capped (for a one-line error report)."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # a broken __str__ must not hide the failure
+        text = f"{type(exc).__name__}: <unprintable>"
+    return cap_text(redact(text))
+
+
+_SECRET_FIELD = re.compile(r"(?i)(api_?key|api_?token|secret|password|access_?token|^token$)")
+_WRAPPED = ("bound", "llm", "model", "runnable", "default")
+
+
+def register_model_secrets(model: object, _depth: int = 0) -> None:
+    """Register the credentials a model client holds (``api_key``, ``openai_api_key``, ...).
+
+    Reads the model's fields whose names look like credentials (pydantic ``SecretStr`` values
+    included) and registers every string with :func:`register_secret`, following wrappers
+    (``.bound`` of a ``RunnableBinding``, ``.llm``, ...) a few levels deep. Never raises.
+
+    Args:
+        model: A LangChain chat model, a LlamaIndex LLM, or anything with such fields.
+    """
+    if model is None or isinstance(model, (str, bytes, int, float)) or _depth > 3:
+        return
+    names: set[str] = set()
+    fields = getattr(type(model), "model_fields", None)
+    if isinstance(fields, dict):
+        names.update(str(n) for n in fields)
+    with contextlib.suppress(TypeError):  # no __dict__
+        names.update(str(n) for n in vars(model))
+    for name in names:
+        if not _SECRET_FIELD.search(name):
+            continue
+        try:
+            value: Any = getattr(model, name, None)
+            reveal = getattr(value, "get_secret_value", None)
+            if callable(reveal):
+                value = reveal()
+        except Exception:  # a property that fails is not a credential we can read
+            continue
+        if isinstance(value, str):
+            register_secret(value)
+    for name in _WRAPPED:
+        inner = getattr(model, name, None) if name in names else None
+        if inner is not None and inner is not model and not isinstance(inner, str):
+            register_model_secrets(inner, _depth + 1)
 
 
 class RedactingFilter(logging.Filter):

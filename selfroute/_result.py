@@ -1,21 +1,20 @@
-"""The result of one Self-Route call, the price table, and an aggregator over many calls."""
+"""The result of one Self-Route call (with its steps, sources and citations), and an aggregator over
+many calls."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from selfroute._errors import ConfigurationError
-from selfroute._grounding import Citation
 from selfroute._usage import Usage
 
 __all__ = [
     "Abstention",
+    "Citation",
     "Passage",
-    "PriceTable",
     "Reason",
     "Route",
     "RouteResult",
@@ -63,6 +62,9 @@ class Reason(str, Enum):
     GLOBAL_QUESTION = "global_question"
     """Pre-routing: a question about the whole document; the RAG step was skipped."""
     WEAK_RETRIEVAL = "weak_retrieval"
+    TRUNCATED = "truncated"
+    """The RAG step's output was cut short (``finish_reason`` ``length`` or ``content_filter``,
+    or a stream that ended without a finish reason): not a verdict; escalated."""
     """Pre-routing: the best chunk scored under the threshold; the RAG step was skipped."""
 
 
@@ -127,6 +129,9 @@ class StepRecord:
             checked).
         wasted: The call's result was not used (a speculative long-context call cancelled
             because the RAG step answered); its usage is still counted.
+        finish_reason: How the call ended, as the adapter read it from the provider
+            (``stop``, ``length``, ``content_filter``, ``tool_calls``, ``incomplete`` for a
+            stream that ended without one), or ``None`` when the provider did not say.
     """
 
     stage: Stage
@@ -141,6 +146,7 @@ class StepRecord:
     structured: bool = False
     grounded: bool | None = None
     wasted: bool = False
+    finish_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form."""
@@ -156,66 +162,37 @@ class StepRecord:
             "structured": self.structured,
             "grounded": self.grounded,
             "wasted": self.wasted,
+            "finish_reason": self.finish_reason,
         }
 
 
 @dataclass(frozen=True)
-class PriceTable:
-    """Prices per million tokens, by model name.
+class Citation:
+    """One quote the model gave, and where (if anywhere) it was found.
 
-    Args:
-        prices: ``{"gpt-4o": (input_per_million, output_per_million), ...}``. A model name
-            matches the longest key that it starts with (``gpt-4o-2024-08-06`` matches ``gpt-4o``),
-            so dated snapshots price like their family.
-        cached_input: Optional ``{model: price_per_million}`` for cached input tokens.
-        currency: Label for reports.
+    Attributes:
+        quote: The quote as the model wrote it, without surrounding quote marks.
+        found: Whether the quote was found in one of the sources.
+        source_index: Index (in the sources given to :func:`check_grounding`) of the source where
+            it was found.
+        doc_id: That source's ``doc_id``.
+        start: Start offset of the quoted span in that source's original text.
+        end: End offset (exclusive) of the quoted span in that source's original text.
+        reason: Why the quote was not found: ``"not_found"``, ``"too_short"`` (fewer words than
+            can be verified) or ``"empty"``. ``None`` when found.
     """
 
-    prices: Mapping[str, tuple[float, float]]
-    cached_input: Mapping[str, float] = field(default_factory=dict)
-    currency: str = "USD"
+    quote: str
+    found: bool
+    source_index: int | None
+    doc_id: str | None
+    start: int | None
+    end: int | None
+    reason: str | None = None
 
-    def __post_init__(self) -> None:
-        for name, pair in self.prices.items():
-            if (
-                not isinstance(pair, (tuple, list))
-                or len(pair) != 2
-                or any(not isinstance(p, (int, float)) or p < 0 for p in pair)
-            ):
-                raise ConfigurationError(
-                    f"price for {name!r} must be (input_per_million, output_per_million) "
-                    f"non-negative numbers, got {pair!r}"
-                )
-
-    def _key(self, model: str | None, table: Mapping[str, Any]) -> str | None:
-        if not model:
-            return None
-        if model in table:
-            return model
-        best = None
-        for key in table:
-            if model.startswith(key) and (best is None or len(key) > len(best)):
-                best = key
-        return best
-
-    def knows(self, model: str | None) -> bool:
-        """Whether ``model`` has a price."""
-        return self._key(model, self.prices) is not None
-
-    def cost(self, model: str | None, usage: Usage) -> float | None:
-        """Money for ``usage`` on ``model``, or ``None`` if the model has no price."""
-        key = self._key(model, self.prices)
-        if key is None:
-            return None
-        p_in, p_out = self.prices[key]
-        cached = usage.cached_input_tokens or 0
-        ckey = self._key(model, self.cached_input)
-        # A cached price of another family ("gpt-4o" for "gpt-4o-mini") does not apply.
-        if ckey is not None and not ckey.startswith(key):
-            ckey = None
-        p_cached = self.cached_input[ckey] if ckey is not None else p_in
-        uncached = max(0, usage.input_tokens - cached)
-        return (uncached * p_in + cached * p_cached + usage.output_tokens * p_out) / 1_000_000
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of the fields."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -158,15 +158,45 @@ def _register_eval(sub: Any) -> None:
     add_parser(sub)
 
 
-def _error(message: str) -> None:
-    print(f"selfroute: error: {message}", file=sys.stderr)
+def _error(message: str, exc: BaseException | None = None, args: Any = None, code: int = 1) -> None:
+    """Report a failure: one redacted, capped, printable line on stderr; with ``--json`` also a
+    JSON error object on stdout (so a script reading stdout always gets JSON)."""
+    from selfroute._redact import cap_text, redact
+    from selfroute.cli._output import printable
+
+    text = cap_text(redact(message))
+    print(f"selfroute: error: {printable(text)}", file=sys.stderr)
+    if args is not None and getattr(args, "json", False):
+        import json
+
+        error: dict[str, Any] = {
+            "type": type(exc).__name__ if exc is not None else "Error",
+            "message": text,
+            "exit_code": code,
+        }
+        partial = getattr(exc, "partial", None)
+        payload: dict[str, Any] = {"event": "error", "error": error}
+        if partial is not None and hasattr(partial, "to_dict"):
+            payload["partial"] = partial.to_dict()  # what was already paid for
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.flush()
+
+
+def _redacting_excepthook(kind: Any, value: Any, tb: Any) -> None:
+    """``sys.excepthook`` for ``--debug``: the full traceback, with every secret masked."""
+    import traceback
+
+    from selfroute._redact import redact
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, value, tb))))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
     Exit status: 0 success; 1 the command failed (nothing indexed, store or model error); 2 bad
-    usage or configuration (including a missing API key); 130 interrupted.
+    usage or configuration (including a missing API key); 130 interrupted. With ``--json`` an
+    error is also written to stdout as ``{"event": "error", "error": {...}}``.
     """
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     parser = build_parser()
@@ -175,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     debug = bool(getattr(args, "debug", False)) or os.environ.get("SELFROUTE_DEBUG") == "1"
+    if debug:  # the traceback that escapes main is printed redacted
+        sys.excepthook = _redacting_excepthook
     with warnings.catch_warnings():
         if not debug:
             warnings.simplefilter("ignore")
@@ -193,15 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (ConfigurationError, InvalidInputError) as exc:
             if debug:
                 raise
-            _error(str(exc))
+            _error(str(exc), exc, args, 2)
             return 2
         except SelfRouteError as exc:
             if debug:
                 raise
-            _error(str(exc))
+            _error(str(exc), exc, args, 1)
             return 1
         except Exception as exc:
             if debug:
                 raise
-            _error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+            from selfroute._redact import describe_exception
+
+            _error(f"{describe_exception(exc)} (run with --debug for the traceback)", exc, args)
             return 1

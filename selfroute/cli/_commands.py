@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
-from selfroute._flow import RouteConfig, validate_question
+from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
-from selfroute._result import PriceTable, RouteResult, RouteStats
+from selfroute._pricing import PriceTable
+from selfroute._question import validate_question
+from selfroute._result import RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
 from selfroute.cli._output import (
     NOT_FOUND,
+    RETRACTED,
     Progress,
     format_answer,
     format_citations,
@@ -31,6 +34,7 @@ from selfroute.cli._output import (
     format_session,
     format_sources,
     format_stats,
+    printable,
     unpriced_models,
 )
 from selfroute.stores._embedding import EmbeddingChoice
@@ -94,7 +98,7 @@ def run_index(args: argparse.Namespace) -> int:
             {"report": report.to_dict(), "store": stats.to_dict() if stats else None}, sys.stdout
         )
     else:
-        print(format_index_report(report, stats))
+        print(printable(format_index_report(report, stats)))
     if report.indexed == 0:
         if not args.json:
             print(
@@ -112,7 +116,7 @@ def run_stats(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(stats.to_dict(), sys.stdout)
     else:
-        print(format_stats(stats))
+        print(printable(format_stats(stats)))
     return 0
 
 
@@ -137,6 +141,7 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
         "strict": settings.strict,
         "overflow": settings.overflow,
         "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+        "max_question_tokens": settings.max_question_tokens,
     }
     currency = "USD"
     if settings.prices:
@@ -291,7 +296,7 @@ def _answer(session: _Session, question: str, args: argparse.Namespace, out: Tex
         if args.json:
             _print_json(_payload(result, session), out)
         else:
-            out.write(f"{format_answer(result)}\n\n{_report(result, session, args)}\n")
+            out.write(printable(f"{format_answer(result)}\n\n{_report(result, session, args)}\n"))
         return result
     final: RouteResult | None = None
     for kind, value in _stream_events(session, question):
@@ -311,16 +316,16 @@ def _answer(session: _Session, question: str, args: argparse.Namespace, out: Tex
                 )
             out.write(json.dumps(event) + "\n")
         elif kind == "text":
-            out.write(value.text)
-        elif kind == "retract":
-            out.write("\n[the model declined after all; answering from the whole document]\n")
+            out.write(printable(value.text))
+        elif kind == "retract":  # a decline, or a RAG call that failed mid-stream: see the report
+            out.write(f"\n{RETRACTED}\n")
         out.flush()
     if final is None:  # pragma: no cover - the stream always ends with the result
         raise SelfRouteError("the stream ended without a result")
     if not args.json:
         if final.abstained:
             out.write(f"\n{NOT_FOUND}")
-        out.write(f"\n\n{_report(final, session, args)}\n")
+        out.write(printable(f"\n\n{_report(final, session, args)}\n"))
     return final
 
 
@@ -328,13 +333,12 @@ def _question(words: list[str]) -> str:
     text = " ".join(words).strip()
     if text == "-":
         text = sys.stdin.read()
-    try:
-        return validate_question(text)
-    except InvalidInputError:
+    if not text.strip():
         raise InvalidInputError(
             "the question is empty: write it after the command, e.g. "
             "selfroute ask 'What does the report conclude?' (or '-' to read it from stdin)"
-        ) from None
+        )
+    return validate_question(text)  # invalid UTF-8, NULs, nothing visible: its own message
 
 
 def run_ask(args: argparse.Namespace) -> int:
@@ -354,6 +358,7 @@ def run_chat(args: argparse.Namespace) -> int:
     session = _session(settings, args.doc)
     interactive = sys.stdin.isatty()
     stats = RouteStats()
+    failed = 0
     if interactive:
         print("Ask a question (empty line skips; 'exit' or Ctrl-D ends).", file=sys.stderr)
     while True:
@@ -377,10 +382,14 @@ def run_chat(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("\n[cancelled]", file=sys.stderr)
         except SelfRouteError as exc:
-            print(f"selfroute: error: {exc}", file=sys.stderr)
+            failed += 1
+            partial = getattr(exc, "partial", None)
+            if isinstance(partial, RouteResult):
+                stats.add(partial)  # the RAG step it holds was paid for
+            print(f"selfroute: error: {printable(str(exc))}", file=sys.stderr)
         if not args.json:
             print()
         sys.stdout.flush()
     if not args.json:
-        print(format_session(stats), file=sys.stderr)
+        print(format_session(stats, failed=failed), file=sys.stderr)
     return 0

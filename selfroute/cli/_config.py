@@ -182,6 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("temperature", "--temperature", _non_negative_float, 0.0, "sampling temperature of both models", _QUERY, metavar="T"),
     Setting("timeout", "--timeout", _positive_float, 120.0, "seconds per model call", _QUERY, metavar="S"),
     Setting("max_retries", "--max-retries", _non_negative_int, 2, "retries of a failed model call", _QUERY, metavar="N"),
+    Setting("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
     Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
     Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _QUERY),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -10,10 +11,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._grounding import Citation, locate_quote
+from selfroute._pricing import PriceTable
 from selfroute._result import (
     Abstention,
     Passage,
-    PriceTable,
     Reason,
     Route,
     RouteResult,
@@ -23,6 +24,7 @@ from selfroute.stores._store import IndexReport, StoreStats
 
 __all__ = [
     "NOT_FOUND",
+    "RETRACTED",
     "Progress",
     "format_answer",
     "format_citations",
@@ -31,6 +33,7 @@ __all__ = [
     "format_session",
     "format_sources",
     "format_stats",
+    "printable",
     "short_path",
 ]
 
@@ -51,12 +54,45 @@ _REASONS = {
 #: What ``ask`` and ``chat`` show instead of the answer when the result abstained.
 NOT_FOUND = "not found in the documents"
 
+#: What ``--stream`` prints when RAG text already shown is withdrawn. The RAG step either
+#: declined after all or its call failed mid-stream (a connection reset); the report's route
+#: line says which.
+RETRACTED = (
+    "[the text above is withdrawn: the chunks gave no final answer; "
+    "answering from the whole document (the route line below says why)]"
+)
+
 _ABSTENTIONS = {
     Abstention.DECLINED: "the long-context model found no answer in the documents",
     Abstention.UNGROUNDED: "the answer's quotes were not found in the documents, so it is "
     "withheld (--json shows it as unverified_answer)",
     Abstention.OVER_BUDGET: "the long-context budget is spent, and the chunks held no answer",
 }
+
+
+# C0 controls but tab and newline, DEL, C1 controls (8-bit CSI), bidi overrides, lone surrogates.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to print on a terminal: escape sequences, other control characters, bidi
+    overrides and lone surrogates are shown as ``\\x1b``-style escapes instead of acting.
+
+    Args:
+        text: An answer, a file name, an error message.
+        one_line: Escape newlines and tabs too (for file names and other one-line fields).
+
+    Example:
+        >>> printable("red \x1b[31mtext")
+        'red \\\\x1b[31mtext'
+    """
+    return (_UNSAFE_LINE if one_line else _UNSAFE).sub(_escape, text)
 
 
 def format_answer(result: RouteResult) -> str:
@@ -72,9 +108,10 @@ def short_path(path: str | os.PathLike[str] | None) -> str:
         return "?"
     p = Path(path)
     try:
-        return str(p.relative_to(Path.cwd()))
+        shown = str(p.relative_to(Path.cwd()))
     except ValueError:
-        return str(p)
+        shown = str(p)
+    return printable(shown, one_line=True)
 
 
 def _n(value: int | None) -> str:
@@ -287,6 +324,8 @@ def format_index_report(report: IndexReport, stats: StoreStats | None) -> str:
         )
     for path in report.removed:
         lines.append(f"removed     {short_path(path)}")
+    for path in report.not_pruned:
+        lines.append(f"not pruned  {short_path(path)}: missing or unreadable, nothing removed")
     if report.skipped:
         lines.append(f"skipped {len(report.skipped):,}:")
         for s in report.skipped:
@@ -332,15 +371,28 @@ def format_stats(stats: StoreStats) -> str:
     return "\n".join(lines)
 
 
-def format_session(stats: RouteStats) -> str:
-    """The summary at the end of ``selfroute chat``."""
+def format_session(stats: RouteStats, *, failed: int = 0) -> str:
+    """The summary at the end of ``selfroute chat``.
+
+    Args:
+        stats: The results, including the partial results of questions that failed after a
+            paid RAG step.
+        failed: Questions that ended in an error.
+    """
     s = stats.summary()
-    if not s["calls"]:
+    if not s["calls"] and not failed:
         return "no questions asked"
+    asked = max(s["calls"], failed)
     text = (
-        f"{s['calls']} question(s): {s['answered_from_chunks']} answered from chunks, "
+        f"{asked} question(s): {s['answered_from_chunks']} answered from chunks, "
         f"{s['calls'] - s['answered_from_chunks']} needed the long context"
     )
+    if failed:
+        usage = stats.usage
+        text += (
+            f", {failed} failed ({usage.input_tokens:,} input and {usage.output_tokens:,} output "
+            "tokens were spent in all)"
+        )
     if s.get("abstained"):
         text += f", {s['abstained']} not found in the documents"
     if s["token_ratio"] is not None:

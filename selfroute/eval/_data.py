@@ -164,17 +164,43 @@ def load_longbench(
     return items
 
 
-def _find_document(root: Path, row: Mapping[str, Any]) -> Path:
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, with every link resolved, lies inside the resolved ``root``."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a link loop
+        return False
+
+
+def _find_document(root: Path, row: Mapping[str, Any], where: str = "") -> Path:
+    """The document file a LaRA query row names, always inside ``root``.
+
+    The row's ``file`` (and its ``length``/``type`` folders) come from a data file, which may be
+    hostile: an absolute path, ``..`` or a link out of the folder is refused, so an eval run
+    never reads (and sends to a model, and writes into its outputs) a file outside ``root``.
+    """
     name = str(row["file"])
+    parts = [name, str(row.get("length", "")), str(row.get("type", ""))]
+    label = f"{where}: " if where else ""
+    for part in parts:
+        if Path(part).is_absolute() or ".." in Path(part).parts or "\x00" in part:
+            raise InvalidInputError(
+                f"{label}document file {name!r} is outside the documents folder {root}"
+            )
+    top = root.resolve()
     candidates = [
-        root / str(row.get("length", "")) / str(row.get("type", "")) / name,
-        root / str(row.get("type", "")) / name,
+        root / parts[1] / parts[2] / name,
+        root / parts[2] / name,
         root / name,
     ]
     for c in candidates:
         if c.is_file():
+            if not _inside(top, c):
+                raise InvalidInputError(
+                    f"{label}document file {name!r} leads outside the documents folder {root}"
+                )
             return c
-    found = sorted(root.rglob(name))
+    found = sorted(f for f in root.rglob(name) if _inside(top, f))
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
@@ -206,7 +232,7 @@ def load_lara(queries: str | Path, documents: str | Path) -> list[EvalItem]:
         for lineno, row in _read_jsonl(f):
             where = f"{f}:{lineno}"
             _require(row, ("question", "answer", "file"), where)
-            doc_path = _find_document(root, row)
+            doc_path = _find_document(root, row, where)
             if doc_path not in texts:
                 texts[doc_path] = doc_path.read_text(encoding="utf-8")
             hallu = str(row.get("level", "")).lower() == "hallu"

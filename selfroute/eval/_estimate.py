@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from selfroute._flow import RouteConfig, validate_question
-from selfroute._result import PriceTable
+from selfroute._pricing import PriceTable
 from selfroute._usage import Usage
 from selfroute.eval._cache import ResponseCache
 from selfroute.eval._readers import Reader
+from selfroute.eval._records import METHOD_LABELS
 from selfroute.eval._runner import (
     DEFAULT_METHODS,
     FLOW_METHODS,
@@ -22,7 +23,6 @@ from selfroute.eval._runner import (
     rag_only_prompt,
     resolve_cache,
 )
-from selfroute.eval._summary import METHOD_LABELS
 
 __all__ = ["Estimate", "EstimateRow", "estimate"]
 

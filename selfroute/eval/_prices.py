@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._errors import ConfigurationError
-from selfroute._result import PriceTable
+from selfroute._pricing import PriceTable
 
 __all__ = ["parse_prices"]
 

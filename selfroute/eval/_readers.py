@@ -15,6 +15,7 @@ from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute._flow import Generation, StructuredRequest
 from selfroute._grounding import QUOTE_LABEL, locate_quote
 from selfroute._prompts import DEFAULT_SENTINEL, GROUNDING_PREFIX
+from selfroute._redact import register_model_secrets
 from selfroute._result import Stage
 from selfroute._structured import verdict_schema
 from selfroute._tokens import TokenCounter, default_token_counter
@@ -546,6 +547,7 @@ class ChatModelReader:
                 f"ChatModelReader needs a LangChain chat model, got {type(model).__name__}"
             )
         self.model = model
+        register_model_secrets(model)  # a key of any shape passed in code is masked too
         self.model_name = str(
             getattr(model, "model_name", None) or getattr(model, "model", None) or "model"
         )

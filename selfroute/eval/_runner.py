@@ -39,9 +39,10 @@ from selfroute._flow import (
     self_route_flow,
     validate_question,
 )
+from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
 from selfroute._redact import redact
-from selfroute._result import Passage, PriceTable, RouteResult, Stage
+from selfroute._result import Passage, RouteResult, Stage
 from selfroute._simple import LexicalIndex
 from selfroute._structured import VerdictMode, load_structured, structured_unsupported
 from selfroute._tokens import TokenCounter
@@ -558,6 +559,44 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="selfroute eval", unit="run")
 
 
+async def _run_items(
+    session: _Session,
+    items: Sequence[EvalItem],
+    ks: Sequence[int],
+    methods: Sequence[str],
+    concurrency: int,
+    progress: bool,
+) -> list[RunRecord]:
+    """Every method on every item, ``concurrency`` items in flight; the first failure (in
+    ``on_error="raise"`` mode) cancels the rest."""
+    per_item = int("lc" in methods) + len(ks) * (len(methods) - int("lc" in methods))
+    bar = _progress(len(items) * per_item, progress)
+    gate = asyncio.Semaphore(concurrency)
+
+    def tick() -> None:
+        if bar is not None:
+            bar.update(1)
+
+    async def one(item: EvalItem) -> list[RunRecord]:
+        async with gate:
+            if session.stopped is not None:  # another item stopped the run
+                raise session.stopped
+            return await _run_item(session, item, ks, methods, tick)
+
+    tasks = [asyncio.ensure_future(one(it)) for it in items]
+    try:
+        batches = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return [r for batch in batches for r in batch]
+
+
 async def aevaluate(
     dataset: DatasetLike,
     *,
@@ -636,35 +675,12 @@ async def aevaluate(
         prices=prices,
         on_error=on_error,
     )
-    per_item = int("lc" in methods) + len(ks) * (len(methods) - int("lc" in methods))
-    bar = _progress(len(items) * per_item, progress)
-    gate = asyncio.Semaphore(concurrency)
     started = time.perf_counter()
-
-    def tick() -> None:
-        if bar is not None:
-            bar.update(1)
-
-    async def one(item: EvalItem) -> list[RunRecord]:
-        async with gate:
-            if session.stopped is not None:  # another item stopped the run
-                raise session.stopped
-            return await _run_item(session, item, ks, methods, tick)
-
-    tasks = [asyncio.ensure_future(one(it)) for it in items]
     try:
-        batches = await asyncio.gather(*tasks)
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
+        records = await _run_items(session, items, ks, methods, concurrency, progress)
     finally:
-        if bar is not None:
-            bar.close()
         if store is not None and own_cache:
             store.close()
-    records = [r for batch in batches for r in batch]
     latency_models = {
         m.describe()
         for m in (getattr(r, "latency_model", None) for r in (reader, lc_reader))

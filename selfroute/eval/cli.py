@@ -100,6 +100,16 @@ def _positive(text: str) -> int:
 
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the eval arguments to ``parser``."""
+    _data_arguments(parser)
+    _reader_arguments(parser)
+    run_ = _run_arguments(parser)
+    _policy_arguments(parser)
+    _execution_arguments(run_)  # same group as the run options, listed after the policies
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _data_arguments(parser: argparse.ArgumentParser) -> None:
     data = parser.add_argument_group("data")
     data.add_argument(
         "data",
@@ -124,6 +134,8 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     data.add_argument("--limit", type=_positive, help="evaluate only the first N items")
 
+
+def _reader_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("readers")
     model.add_argument(
         "--reader",
@@ -166,6 +178,8 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     model.add_argument("--timeout", type=float, default=120.0, help="seconds per call")
 
+
+def _run_arguments(parser: argparse.ArgumentParser) -> Any:
     run_ = parser.add_argument_group("run")
     run_.add_argument(
         "--k",
@@ -192,6 +206,25 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="only the sentinel counts as a decline in Self-Route's first step",
     )
+    return run_
+
+
+def _execution_arguments(run_: Any) -> None:
+    run_.add_argument("--concurrency", type=_positive, default=4)
+    run_.add_argument(
+        "--prices", help="MODEL=IN/OUT per million tokens (comma separated) or a JSON file"
+    )
+    run_.add_argument("--cache", help="response cache file (default: the user cache folder)")
+    run_.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    run_.add_argument("--on-error", choices=["record", "raise"], default="record")
+    run_.add_argument(
+        "--dry-run", action="store_true", help="print estimated tokens and money, call nothing"
+    )
+    run_.add_argument("--out", default="selfroute-eval", help="output folder")
+    run_.add_argument("--no-progress", action="store_true")
+
+
+def _policy_arguments(parser: argparse.ArgumentParser) -> None:
     policy = parser.add_argument_group("Self-Route policies (plain Self-Route without them)")
     policy.add_argument(
         "--k-ladder",
@@ -232,20 +265,6 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="grounded mode for self-route too (self-route-grounded always is): answers quote "
         "their support, and unverified answers escalate or abstain",
     )
-    run_.add_argument("--concurrency", type=_positive, default=4)
-    run_.add_argument(
-        "--prices", help="MODEL=IN/OUT per million tokens (comma separated) or a JSON file"
-    )
-    run_.add_argument("--cache", help="response cache file (default: the user cache folder)")
-    run_.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
-    run_.add_argument("--on-error", choices=["record", "raise"], default="record")
-    run_.add_argument(
-        "--dry-run", action="store_true", help="print estimated tokens and money, call nothing"
-    )
-    run_.add_argument("--out", default="selfroute-eval", help="output folder")
-    run_.add_argument("--no-progress", action="store_true")
-    parser.set_defaults(func=run)
-    return parser
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@
 * :class:`HybridRetriever` returns :class:`selfroute.Passage` lists (dense + BM25 fused by
   reciprocal rank fusion, or either alone) and loads the parent documents as long context.
 
-Chroma, bm25s, pypdf and BeautifulSoup are imported only when used (extras ``chroma`` and ``cli``).
+Chroma, bm25s and pypdf are imported only when used (extras ``chroma`` and ``cli``).
 """
 
 from __future__ import annotations

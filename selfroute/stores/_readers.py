@@ -1,4 +1,5 @@
-"""Turning files into text: plain text, Markdown, HTML (BeautifulSoup) and PDF (pypdf).
+"""Turning files into text: plain text, Markdown, HTML (the standard library's parser) and PDF
+(pypdf).
 
 Every failure is a :class:`~selfroute.stores.DocumentReadError` naming the file and the reason, so
 callers can report it and move on to the next file.
@@ -11,8 +12,8 @@ import hashlib
 import logging
 import os
 import re
-import unicodedata
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
 
 from selfroute._chunking import document_id
@@ -77,9 +78,12 @@ _BLOCK_TAGS = (
     "ul",
 )
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "head", "iframe", "object")
+_BLOCK_SET = frozenset(_BLOCK_TAGS)
+_DROP_SET = frozenset(_DROP_TAGS)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 _SPACES = re.compile(r"[ \t\f\v\u00a0]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
-_MD_TITLE = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_MD_HEADING = re.compile(r"^[ \t]{0,3}#[ \t]", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,28 @@ def _fail(path: Path, reason: str) -> DocumentReadError:
     return DocumentReadError(str(path), reason)
 
 
+def _decode_bytes(path: Path, data: bytes) -> str:
+    """UTF-8 (a BOM allowed), else Windows-1252 -- decided for the file as a whole, on evidence.
+
+    A UTF-8 file with a few bad bytes stays UTF-8 (each bad byte becomes U+FFFD): decoding it
+    all as Windows-1252 would turn every ``é`` into ``Ã©``. A file is read as Windows-1252 only
+    when its invalid bytes outnumber its valid multi-byte UTF-8 sequences.
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    loose = data.decode("utf-8-sig", errors="replace")
+    bad = loose.count("\ufffd") - data.count("\ufffd".encode())
+    multibyte = sum(1 for ch in loose if ord(ch) > 0x7F and ch != "\ufffd")
+    if multibyte >= bad:
+        return loose
+    try:
+        return data.decode("cp1252")
+    except UnicodeDecodeError:
+        raise _fail(path, "not text: neither UTF-8 nor Windows-1252") from None
+
+
 # UTF-32 first: its little-endian byte-order mark starts with UTF-16's.
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -147,33 +173,28 @@ def _wide_encoding(data: bytes) -> str | None:
 
 
 def _decode(path: Path, data: bytes) -> str:
+    """The file's text, after checking the *whole* file for binary content.
+
+    UTF-16 and UTF-32 text (by byte-order mark, or UTF-16 without one) is decoded as such.
+    Otherwise binary sniffing covers every byte (a NUL anywhere) and, for every encoding, every
+    8 KB window of the text (more than 1% control characters in any window), not just the first
+    8 KB: a text header in front of a binary blob is still binary.
+    """
     wide = _wide_encoding(data)
     if wide is not None:
         try:
-            return _checked_text(path, data.decode(wide))
+            text = data.decode(wide)
         except UnicodeDecodeError:
             raise _fail(path, f"not text: looks like {wide.upper()} but does not decode") from None
-    if b"\x00" in data[:_SNIFF_BYTES]:
+    elif b"\x00" in data:
         raise _fail(path, "binary file (contains NUL bytes), skipped")
-    for encoding in ("utf-8-sig", "cp1252"):
-        try:
-            text = data.decode(encoding)
-            break
-        except UnicodeDecodeError:
-            continue
     else:
-        raise _fail(path, "not text: neither UTF-8, UTF-16 nor Windows-1252")
-    return _checked_text(path, text)
-
-
-def _checked_text(path: Path, text: str) -> str:
-    """``text`` with normalised line ends, unless it is mostly control characters (binary)."""
-    sample = text[:_SNIFF_BYTES]
-    control = sum(
-        1 for ch in sample if ch not in "\n\r\t\f" and unicodedata.category(ch) in ("Cc", "Cs")
-    )
-    if sample and control / len(sample) > _CONTROL_SHARE:
-        raise _fail(path, "binary file (control characters), skipped")
+        text = _decode_bytes(path, data)
+    for start in range(0, len(text), _SNIFF_BYTES):
+        window = text[start : start + _SNIFF_BYTES]
+        control = len(_CONTROL.findall(window))
+        if control / len(window) > _CONTROL_SHARE:
+            raise _fail(path, "binary file (control characters), skipped")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -182,21 +203,66 @@ def _tidy(text: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
+class _TextExtractor(HTMLParser):
+    """One pass over the markup: text, with a newline around each block tag, minus scripts,
+    styles and the other dropped elements. Linear in the input, whatever the nesting: no tree
+    is built (a tree-based reader was quadratic on deeply nested markup)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title: list[str] = []
+        self._drop = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _DROP_SET:
+            self._drop += 1
+        elif tag == "title":
+            self._in_title = True
+        elif tag in _BLOCK_SET and not self._drop:
+            self.parts.append("\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK_SET and not self._drop:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _DROP_SET:
+            self._drop = max(0, self._drop - 1)
+        elif tag == "title":
+            self._in_title = False
+        elif tag in _BLOCK_SET and not self._drop:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title.append(data)
+        elif not self._drop:
+            self.parts.append(data)
+
+
 def _read_html(path: Path, data: bytes) -> tuple[str, str | None]:
-    try:
-        from bs4 import BeautifulSoup
-    except ImportError as exc:  # pragma: no cover - bs4 is in the cli extra
-        raise MissingDependencyError("beautifulsoup4", "cli") from exc
     markup = _decode(path, data)
-    soup = BeautifulSoup(markup, "html.parser")
-    title_tag = soup.find("title")
-    title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
-    for tag in soup.find_all(_DROP_TAGS):
-        tag.decompose()
-    for tag in soup.find_all(_BLOCK_TAGS):
-        tag.insert_before("\n")
-        tag.insert_after("\n")
-    return _tidy(soup.get_text()), title or None
+    parser = _TextExtractor()
+    try:
+        parser.feed(markup)
+        parser.close()
+    except Exception as exc:  # html.parser is lenient; anything it raises is a parse failure
+        raise _fail(path, f"cannot parse HTML ({type(exc).__name__})") from exc
+    title = " ".join(" ".join(parser.title).split())
+    return _tidy("".join(parser.parts)), title or None
+
+
+def _markdown_title(text: str) -> str | None:
+    """The first level-1 ATX heading (``# Title #``), found in linear time (a backtracking
+    pattern was cubic on a long line of spaces)."""
+    for match in _MD_HEADING.finditer(text):
+        end = text.find("\n", match.end())
+        title = text[match.end() : end if end >= 0 else len(text)].strip().rstrip("#").strip()
+        if title:
+            return title
+    return None
 
 
 def _read_pdf(path: Path) -> tuple[str, str | None]:
@@ -286,8 +352,7 @@ def read_document(
     else:
         text = _decode(p, data)
         if fmt == "markdown":
-            match = _MD_TITLE.search(text)
-            title = match.group(1).strip() if match else None
+            title = _markdown_title(text)
     if not text.strip():
         raise _fail(p, "no text (empty after extraction)")
     return LoadedDocument(

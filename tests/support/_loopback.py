@@ -46,8 +46,10 @@ PREFIX_CACHE_MIN_TOKENS = 1024
 PREFIX_CACHE_INCREMENT = 128
 
 _S = TypeVar("_S", bound="LoopbackServer")
-ReplyKind = Literal["ok", "malformed", "empty", "hang", "error"]
-_KINDS = ("ok", "malformed", "empty", "hang", "error")
+ReplyKind = Literal[
+    "ok", "malformed", "empty", "hang", "error", "cut", "null", "no_choices", "drip"
+]
+_KINDS = ("ok", "malformed", "empty", "hang", "error", "cut", "null", "no_choices", "drip")
 
 
 @dataclass
@@ -64,10 +66,15 @@ class Reply:
         kind: ``"ok"``; ``"malformed"`` (invalid JSON / broken SSE); ``"empty"`` (empty
             content); ``"hang"`` (never answers until the client gives up, the server stops
             or `HANG_MAX_S` passes); ``"error"`` (provider error body, status 500 unless
-            ``status`` says otherwise).
+            ``status`` says otherwise). OpenAI server only: ``"cut"`` (a stream that ends
+            without a finish reason or ``[DONE]``; not streamed: ``finish_reason: null``),
+            ``"null"`` (``content: null``; streamed: no content delta), ``"no_choices"``
+            (``choices: []``; streamed: no choice at all); any server: ``"drip"`` (the body
+            sent one byte every ``drip_s`` seconds, so a per-read client timeout never fires).
         cached_tokens: Reported cached input tokens; ``None`` = what the server's simulated
             prefix cache computed (0 when the cache is off). An explicit value always wins.
         finish_reason: OpenAI-style finish reason (``"stop"``, ``"length"``...).
+        drip_s: Pause between the bytes of a ``kind="drip"`` reply.
     """
 
     text: str = ""
@@ -79,6 +86,7 @@ class Reply:
     kind: ReplyKind = "ok"
     cached_tokens: int | None = None
     finish_reason: str = "stop"
+    drip_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -561,6 +569,9 @@ class LoopbackServer:
                 if reply.kind == "malformed":
                     handler.send_json(200, b'{"id": "broken", "choices": [{"mess')
                     return
+                if reply.kind == "drip":
+                    self._drip(handler, json.dumps(self.completion_body(done)).encode(), reply)
+                    return
                 handler.send_json(200, self.completion_body(done))
                 return
             handler.start_chunked()
@@ -580,6 +591,20 @@ class LoopbackServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _drip(self, handler: _Handler, data: bytes, reply: Reply) -> None:
+        """Send ``data`` one byte every ``reply.drip_s`` seconds (until the server stops)."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.flush()
+        for i in range(len(data)):
+            if not self.sleep(reply.drip_s):
+                handler.close_connection = True
+                return
+            handler.wfile.write(data[i : i + 1])
+            handler.wfile.flush()
 
     @staticmethod
     def _prefix_cache_usage(body: dict[str, Any], prefix: str, reply: Reply) -> tuple[int, int]:
@@ -688,6 +713,7 @@ def _script_reply(entry: Any) -> Reply:
             "kind",
             "cached_tokens",
             "finish_reason",
+            "drip_s",
         )
         if key in entry
     }

@@ -39,7 +39,7 @@ TOOL_CALL = "TOOL_CALL:"
 
 def tool_call(arguments: dict[str, Any] | str) -> str:
     """Reply text that the server sends as a call of the request's first tool with ``arguments``
-    (a dict, or raw text for garbled arguments). Non-streaming replies only."""
+    (a dict, or raw text for garbled arguments), streamed or not."""
     return TOOL_CALL + (arguments if isinstance(arguments, str) else json.dumps(arguments))
 
 
@@ -119,8 +119,10 @@ class ScriptedOpenAIServer(LoopbackServer):
         }
 
     def completion_body(self, done: Completion) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": done.text, "refusal": None}
-        finish = done.reply.finish_reason
+        kind = done.reply.kind
+        content = None if kind == "null" else done.text
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        finish: str | None = None if kind == "cut" else done.reply.finish_reason
         tools = done.body.get("tools") or []
         if done.text.startswith(TOOL_CALL) and tools:
             # A scripted tool call (structured verdicts through tool calling): the request's
@@ -141,11 +143,10 @@ class ScriptedOpenAIServer(LoopbackServer):
                 ],
             }
             finish = "tool_calls"
+        choices = [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}]
         return {
             **self._envelope(done, "chat.completion"),
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
-            ],
+            "choices": [] if kind == "no_choices" else choices,
             "usage": self._usage(done),
         }
 
@@ -160,10 +161,28 @@ class ScriptedOpenAIServer(LoopbackServer):
                 payload["usage"] = None
             return sse(payload)
 
-        yield chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in iter_pieces(done.text):
-            yield chunk({"content": piece})
-        yield chunk({}, done.reply.finish_reason)
+        kind = done.reply.kind
+        tools = done.body.get("tools") or []
+        if kind == "no_choices":
+            pass
+        elif done.text.startswith(TOOL_CALL) and tools:  # a scripted tool call, streamed
+            call = {
+                "index": 0,
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": tools[0]["function"]["name"], "arguments": ""},
+            }
+            yield chunk({"role": "assistant", "content": None, "tool_calls": [call]})
+            for piece in iter_pieces(done.text[len(TOOL_CALL) :]):
+                yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+            yield chunk({}, "tool_calls")
+        else:
+            yield chunk({"role": "assistant", "content": "", "refusal": None})
+            for piece in iter_pieces("" if kind == "null" else done.text):
+                yield chunk({"content": piece})
+            if kind == "cut":  # the connection ends cleanly, mid-answer: no finish, no [DONE]
+                return
+            yield chunk({}, done.reply.finish_reason)
         if include_usage:
             yield sse({**base, "choices": [], "usage": self._usage(done)})
         yield b"data: [DONE]\n\n"

@@ -12,8 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 LANGCHAIN_EXPORTS = [
+    "CHECKPOINT_TYPES",
     "DEFAULT_TOOL_DESCRIPTION",
+    "QUESTION_KEYS",
     "TAG_LONG_CONTEXT",
+    "TAG_NOSTREAM",
     "TAG_PARENTS",
     "TAG_RAG",
     "TAG_RETRIEVE",
@@ -30,6 +33,7 @@ LANGCHAIN_EXPORTS = [
     "SelfRouteOutput",
     "SelfRouteStoreRetriever",
     "SelfRouteToolInput",
+    "StoreParentLoader",
     "chunk_documents",
     "create_selfroute_tool",
     "index_documents",

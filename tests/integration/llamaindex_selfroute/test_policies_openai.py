@@ -91,12 +91,13 @@ def _engine(server, index, *, streaming: bool = False, **settings) -> SelfRouteQ
 async def _ask(
     engine: SelfRouteQueryEngine, question: str, mode: str
 ) -> tuple[sr.RouteResult, str]:
+    # the answer field (str(response) is a "NOT FOUND" note when the engine abstained)
     if mode == "query":
         response = engine.query(question)
-        return get_route_result(response), str(response)
+        return get_route_result(response), str(response.response)
     if mode == "aquery":
         response = await engine.aquery(question)
-        return get_route_result(response), str(response)
+        return get_route_result(response), str(response.response)
     if mode == "stream":
         response = engine.query(question)
         text = "".join(response.response_gen)

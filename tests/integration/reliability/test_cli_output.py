@@ -41,13 +41,17 @@ def test_cli_never_prints_the_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     echo = Reply(f"Incorrect API key provided: {FAKE_KEY}.", status=401)
+    transient = Reply(f"Service unavailable for key {FAKE_KEY}.", status=503)
     capsys.readouterr()
-    # RAG call fails and escalates: the JSON result records the (redacted) error.
-    openai_server.responder = lambda body: echo if is_rag(last_user_text(body)) else "Northern."
-    assert ask(openai_server, "--json") == 0
+    # RAG call fails transiently and escalates: the JSON result records the (redacted) error.
+    # (A rejection such as 401 is not escalated: issue #16, finding 10.)
+    openai_server.responder = lambda body: (
+        transient if is_rag(last_user_text(body)) else "Northern."
+    )
+    assert ask(openai_server, "--json", "--max-retries", "0") == 0
     first = capsys.readouterr()
     result = json.loads(first.out)
-    assert result["reason"] == "rag_error" and "401" in result["error"]
+    assert result["reason"] == "rag_error" and "503" in result["error"]
     # Both calls fail: a one-line error on stderr.
     openai_server.responder = lambda body: echo
     assert ask(openai_server) != 0

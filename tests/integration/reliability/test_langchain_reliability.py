@@ -160,27 +160,35 @@ def test_api_key_echoed_by_provider_is_redacted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    echo = Reply(f"Incorrect API key provided: {FAKE_KEY}.", status=401)
+    # a transient fault escalates and is recorded; a rejection (401) raises (issue #16, 10)
+    echo = Reply(f"Service unavailable for key {FAKE_KEY}.", status=503)
+    rejection = Reply(f"Incorrect API key provided: {FAKE_KEY}.", status=401)
     openai_server.responder = lambda body: echo if is_rag(last_user_text(body)) else "Northern."
     doc = TENANT_DOCS["acme"][0][1]
     with caplog.at_level("DEBUG"):
         out = lcs.SelfRoute(llm=chat_openai(openai_server, api_key=FAKE_KEY), document=doc).invoke(
             "Which region?"
         )
-        assert out.reason is sr.Reason.RAG_ERROR and out.error and "401" in out.error
-        openai_server.responder = lambda body: echo
+        assert out.reason is sr.Reason.RAG_ERROR and out.error and "503" in out.error
+        openai_server.responder = lambda body: rejection
         with pytest.raises(sr.ModelOutputError) as info:
             lcs.SelfRoute(
                 llm=chat_openai(openai_server, api_key=FAKE_KEY),
                 document=doc,
                 on_rag_error="raise",
             ).invoke("Which region?")
+        with pytest.raises(sr.ModelConfigurationError) as rejected:
+            lcs.SelfRoute(llm=chat_openai(openai_server, api_key=FAKE_KEY), document=doc).invoke(
+                "Which region?"
+            )
+    assert "401" in str(rejected.value)
     surfaces = [
         out.error or "",
         str(out.to_dict()),
         out.model_dump_json(),
         str(out.result.to_dict()),
         str(info.value),
+        str(rejected.value),
         caplog.text,
     ]
     for text in surfaces:

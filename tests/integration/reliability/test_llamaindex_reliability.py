@@ -207,7 +207,9 @@ def test_api_key_echoed_by_provider_is_redacted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    echo = Reply(f"Incorrect API key provided: {FAKE_KEY}.", status=401)
+    # a transient fault escalates and is recorded; a rejection (401) raises (issue #16, 10)
+    echo = Reply(f"Service unavailable for key {FAKE_KEY}.", status=503)
+    rejection = Reply(f"Incorrect API key provided: {FAKE_KEY}.", status=401)
     openai_server.responder = lambda body: echo if is_rag(last_user_text(body)) else "Northern."
     index = VectorStoreIndex.from_documents(
         [Document(text=TENANT_DOCS["acme"][0][1], id_="d")], embed_model=lis.HashingEmbedding()
@@ -216,12 +218,16 @@ def test_api_key_echoed_by_provider_is_redacted(
     with caplog.at_level("DEBUG"):
         response = lis.SelfRouteQueryEngine.from_index(index, llm=llm).query("Which region?")
         result = lis.get_route_result(response)
-        openai_server.responder = lambda body: echo
+        openai_server.responder = lambda body: rejection
         with pytest.raises(sr.ModelOutputError) as info:
             lis.SelfRouteQueryEngine.from_index(index, llm=llm, on_rag_error="raise").query(
                 "Which region?"
             )
-    assert result.reason is sr.Reason.RAG_ERROR and "401" in (result.error or "")
-    for text in (str(result.to_dict()), str(response.metadata), str(info.value), caplog.text):
+        with pytest.raises(sr.ModelConfigurationError) as rejected:
+            lis.SelfRouteQueryEngine.from_index(index, llm=llm).query("Which region?")
+    assert result.reason is sr.Reason.RAG_ERROR and "503" in (result.error or "")
+    assert "401" in str(rejected.value)
+    surfaces = (str(result.to_dict()), str(response.metadata), str(info.value), caplog.text)
+    for text in (*surfaces, str(rejected.value)):
         assert FAKE_KEY not in text
     assert openai_server.headers[0]["authorization"] == f"Bearer {FAKE_KEY}"

@@ -105,7 +105,9 @@ class Scripted:
             (self.rag_chunks if step.stage is sr.Stage.RAG else self.lc_chunks) or [gen.text]
         )
         chunks = [sr.GenerationChunk(text=p) for p in pieces]
-        chunks[-1] = sr.GenerationChunk(text=pieces[-1], usage=gen.usage, model=gen.model)
+        chunks[-1] = sr.GenerationChunk(
+            text=pieces[-1], usage=gen.usage, model=gen.model, finish_reason=gen.finish_reason
+        )
         return chunks
 
     def _load(self, step: sr.LoadLongContext) -> Any:

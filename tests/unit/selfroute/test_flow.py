@@ -87,6 +87,14 @@ REASON_CASES: list[tuple[str, dict[str, Any], dict[str, Any], sr.Route, sr.Reaso
         ["retrieve", "rag", "answer", "long_context"],
     ),
     (
+        "truncated",
+        {"generate_result": sr.Generation("Thirty-one", finish_reason="length")},
+        {},
+        LC,
+        sr.Reason.TRUNCATED,
+        ["retrieve", "rag", "answer", "long_context"],
+    ),
+    (
         "global_question",
         {},
         {"pre_route": sr.PreRoute()},

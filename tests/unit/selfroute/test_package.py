@@ -41,6 +41,7 @@ PUBLIC = sorted(
         "LongContextBudget",
         "LongContextError",
         "MissingDependencyError",
+        "ModelConfigurationError",
         "ModelOutputError",
         "OnError",
         "OverflowStrategy",
@@ -131,7 +132,10 @@ def test_every_error_derives_from_selfroute_error() -> None:
         for n in selfroute.__all__
         if isinstance(getattr(selfroute, n), type) and issubclass(getattr(selfroute, n), Exception)
     ]
-    assert len(errors) == 8  # the base and seven specific errors
+    assert len(errors) == 9  # the base and eight specific errors
+    # a provider's rejection is both: the caller's to fix, and a failed model call (#16)
+    assert issubclass(selfroute.ModelConfigurationError, selfroute.ConfigurationError)
+    assert issubclass(selfroute.ModelConfigurationError, selfroute.ModelOutputError)
     for err in errors:
         assert issubclass(err, selfroute.SelfRouteError), err
     assert issubclass(selfroute.ConfigurationError, ValueError)

@@ -59,6 +59,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "temperature": "0.5",
         "timeout": "30",
         "max_retries": "0",
+        "max_question_tokens": "64",
         "lc_window": "128000",
         "overflow": "truncate_middle",
         "strict": "true",

@@ -1,0 +1,175 @@
+"""The flow's settings (:class:`RouteConfig`) and the input checks every entry point shares."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from selfroute._budget import LongContextBudget
+from selfroute._chunking import DEFAULT_CHUNK_WORDS
+from selfroute._errors import ConfigurationError
+from selfroute._fitting import OverflowStrategy
+from selfroute._preroute import PreRoute
+from selfroute._pricing import PriceTable
+from selfroute._prompts import Prompts
+from selfroute._question import validate_question
+from selfroute._structured import VerdictMode
+from selfroute._tokens import TokenCounter, default_token_counter
+from selfroute._verdict import strip_reasoning
+
+__all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
+
+
+class OnError(str, Enum):
+    """What to do when the RAG model call or the retriever fails."""
+
+    LONG_CONTEXT = "long_context"
+    """Escalate to long context and record the error in the result (default)."""
+    RAISE = "raise"
+    """Raise at once."""
+
+
+@dataclass(frozen=True)
+class RouteConfig:
+    """Settings of the flow.
+
+    Attributes:
+        k: Chunks to retrieve (5 in the paper).
+        prompts: Prompt templates and the sentinel.
+        strict: Only the sentinel counts as a decline (natural refusals are taken as answers).
+        long_context_window: The LC model's context window in tokens; ``None`` sends the whole
+            document unfitted.
+        answer_tokens: Tokens reserved in the window for the answer.
+        overflow: What to do when the document does not fit: ``fill`` (default),
+            ``truncate_middle`` or ``error``.
+        chunk_words: Chunk size used when fitting with ``fill``.
+        on_rag_error: ``long_context`` (escalate, default) or ``raise``.
+        on_retrieval_error: ``long_context`` (escalate when a long context exists, default) or
+            ``raise``.
+        counterfactual: Price always-LC on RAG-routed calls (loads the long context to count it).
+        prices: Optional price table for money.
+        long_context_model: Model name used to price the counterfactual when no LC call ran.
+        budget: Optional :class:`~selfroute.LongContextBudget`.
+        token_counter: Counter for pre-call counts; defaults to tiktoken ``o200k_base`` offline.
+        max_question_tokens: Reject questions longer than this (``None``: no limit).
+        retrieval_timeout_s: Give up on the retriever after this many seconds and treat it as a
+            retrieval failure (escalate or raise per ``on_retrieval_error``). Guards against a
+            vector store that accepts connections but never answers (the ``chromadb`` HTTP client
+            has no timeout of its own). ``None`` (default): no limit.
+        verdict: How the RAG step declines: ``sentinel`` (the paper's word, default),
+            ``structured`` (an ``{answerable, answer}`` object through structured output or tool
+            calling; an error if the model cannot) or ``auto`` (structured when the model
+            supports it).
+        k_ladder: Larger retrievals to try, in order, before long context while the RAG step
+            declines (``k=5, k_ladder=(20,)``: 5 chunks, then 20, then the whole document). Each
+            rung's call is recorded; the first answer wins.
+        pre_route: Skip the RAG step for predictably futile questions (global questions, weak
+            retrieval); see :class:`~selfroute.PreRoute`. ``None`` (default): off.
+        grounded: Ask both steps to quote the sentences that support the answer and check the
+            quotes against what the model was given: an unverified RAG answer escalates
+            (``ungrounded``), an unverified long-context answer abstains.
+        speculate_below: Speculative long context: when the best retrieved chunk scores under
+            this (weak evidence), start the long-context call at the same time as the RAG step
+            and cancel it if the RAG step answers. Saves the RAG step's latency on questions that
+            escalate; costs the cancelled call's tokens (reported as ``wasted`` steps) on those
+            that do not. ``None`` (default): off.
+    """
+
+    k: int = 5
+    prompts: Prompts = field(default_factory=Prompts)
+    strict: bool = False
+    long_context_window: int | None = None
+    answer_tokens: int = 1024
+    overflow: OverflowStrategy | str = OverflowStrategy.FILL
+    chunk_words: int = DEFAULT_CHUNK_WORDS
+    on_rag_error: OnError | str = OnError.LONG_CONTEXT
+    on_retrieval_error: OnError | str = OnError.LONG_CONTEXT
+    counterfactual: bool = True
+    prices: PriceTable | None = None
+    long_context_model: str | None = None
+    budget: LongContextBudget | None = None
+    token_counter: TokenCounter | None = None
+    max_question_tokens: int | None = None
+    retrieval_timeout_s: float | None = None
+    verdict: VerdictMode | str = VerdictMode.SENTINEL
+    k_ladder: tuple[int, ...] = ()
+    pre_route: PreRoute | None = None
+    grounded: bool = False
+    speculate_below: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
+            raise ConfigurationError(f"k must be a positive integer, got {self.k!r}")
+        ladder = self.k_ladder
+        if ladder is None:
+            ladder = ()
+        if isinstance(ladder, (str, bytes)) or not isinstance(ladder, Iterable):
+            raise ConfigurationError(f"k_ladder must be a sequence of integers, got {ladder!r}")
+        ladder = tuple(ladder)
+        previous = self.k
+        for rung in ladder:
+            if not isinstance(rung, int) or isinstance(rung, bool) or rung <= previous:
+                raise ConfigurationError(
+                    f"k_ladder rungs must be integers, each larger than the one before and than "
+                    f"k={self.k}; got {ladder!r}"
+                )
+            previous = rung
+        object.__setattr__(self, "k_ladder", ladder)
+        if self.pre_route is not None and not isinstance(self.pre_route, PreRoute):
+            raise ConfigurationError(
+                f"pre_route must be a selfroute.PreRoute or None, got {type(self.pre_route).__name__}"
+            )
+        spec = self.speculate_below
+        if spec is not None and (isinstance(spec, bool) or not isinstance(spec, (int, float))):
+            raise ConfigurationError(f"speculate_below must be a number or None, got {spec!r}")
+        if not isinstance(self.grounded, bool):
+            raise ConfigurationError(f"grounded must be true or false, got {self.grounded!r}")
+        try:
+            object.__setattr__(self, "verdict", VerdictMode(self.verdict))
+        except ValueError:
+            raise ConfigurationError(
+                f"verdict must be one of {[m.value for m in VerdictMode]}, got {self.verdict!r}"
+            ) from None
+        if self.long_context_window is not None and (
+            not isinstance(self.long_context_window, int) or self.long_context_window < 1
+        ):
+            raise ConfigurationError(
+                f"long_context_window must be a positive integer or None, got {self.long_context_window!r}"
+            )
+        timeout = self.retrieval_timeout_s
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ConfigurationError(
+                f"retrieval_timeout_s must be a positive number or None, got {timeout!r}"
+            )
+        if not isinstance(self.answer_tokens, int) or self.answer_tokens < 0:
+            raise ConfigurationError(f"answer_tokens must be >= 0, got {self.answer_tokens!r}")
+        for name in ("overflow", "on_rag_error", "on_retrieval_error"):
+            value = getattr(self, name)
+            enum: type[Enum] = OverflowStrategy if name == "overflow" else OnError
+            try:
+                object.__setattr__(self, name, enum(value))
+            except ValueError:
+                raise ConfigurationError(
+                    f"{name} must be one of {[e.value for e in enum]}, got {value!r}"
+                ) from None
+        if not isinstance(self.prompts, Prompts):
+            raise ConfigurationError("prompts must be a selfroute.Prompts")
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter in use."""
+        return self.token_counter or default_token_counter()
+
+    @property
+    def rungs(self) -> tuple[int, ...]:
+        """The retrieval sizes the RAG step tries, in order: ``(k, *k_ladder)``."""
+        return (self.k, *self.k_ladder)
+
+
+def clean_answer(text: str) -> str:
+    """Strip reasoning blocks and surrounding white space from a long-context answer."""
+    body, _ = strip_reasoning(text or "")
+    return body.strip()

@@ -1,0 +1,410 @@
+"""The two drivers that run the flow: :func:`drive` (sync) and :func:`adrive` (async).
+
+Each sends every step the flow yields to a handler (an adapter's translation into framework calls)
+and feeds the answer back -- the way httpx writes one ``auth_flow`` and drives it from ``Client``
+and ``AsyncClient``. A handler failure is thrown back into the flow, which decides what to do
+(escalate or raise). Cancellation (:class:`asyncio.CancelledError`, ``KeyboardInterrupt``) is never
+caught.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import time
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from selfroute._errors import SelfRouteError
+from selfroute._flow._steps import (
+    AsyncStepHandler,
+    Generate,
+    Generation,
+    GenerationChunk,
+    LoadLongContext,
+    Retrieve,
+    Settle,
+    Speculate,
+    Step,
+    StepHandler,
+)
+from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._result import Passage, Reason, Route, RouteResult, Stage
+from selfroute._streaming import SentinelSniffer
+from selfroute._usage import Usage
+
+__all__ = [
+    "FlowEvent",
+    "ResultEvent",
+    "RouteEvent",
+    "TokenEvent",
+    "adrive",
+    "arun_flow",
+    "drive",
+    "run_flow",
+]
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """Answer text that can be shown to the user.
+
+    Attributes:
+        text: The text delta.
+        stage: The stage that wrote it.
+    """
+
+    text: str
+    stage: Stage
+
+
+@dataclass(frozen=True)
+class RouteEvent:
+    """The route became known, or changed.
+
+    Emitted before the first token of each route. ``retracted`` is true when text of the RAG
+    answer was already emitted and the full output then turned out to be a decline (a refusal whose
+    opening looked like an answer): callers should discard the text shown so far.
+    """
+
+    route: Route
+    reason: Reason | None = None
+    retracted: bool = False
+
+
+@dataclass(frozen=True)
+class ResultEvent:
+    """The last event: the full result."""
+
+    result: RouteResult
+
+
+FlowEvent = TokenEvent | RouteEvent | ResultEvent
+
+
+class _StreamState:
+    """Shared bookkeeping of the two drivers for streaming (no I/O)."""
+
+    def __init__(self) -> None:
+        self.sniffer: SentinelSniffer | None = None
+        self.holding = False
+        self.emitted_rag = False
+        self.lc_held = False
+
+    def start(self, step: Generate) -> None:
+        self.parts: list[str] = []
+        self.usage: Usage | None = None
+        self.last: GenerationChunk | None = None
+        self.obj: GenerationChunk | None = None
+        self.finish_reason: str | None = None
+        self.holding = step.hold
+        if step.stage is Stage.RAG and not step.hold:
+            self.sniffer = SentinelSniffer(
+                sentinel=step.sentinel or DEFAULT_SENTINEL, strict=step.strict
+            )
+        else:
+            self.sniffer = None
+        if step.stage is Stage.LONG_CONTEXT:
+            self.lc_held = step.hold
+
+    def generation(self) -> Generation:
+        """The streamed call as one :class:`Generation` (text joined, usage summed, the model
+        name and any structured object kept)."""
+        obj = self.obj
+        return Generation(
+            text="".join(self.parts),
+            usage=self.usage,
+            model=self.last.model if self.last is not None else None,
+            structured=obj.structured if obj is not None else None,
+            structured_error=obj.structured_error if obj is not None else None,
+            finish_reason=self.finish_reason,
+        )
+
+    def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
+        """Keep ``chunk``; return the events it releases."""
+        self.parts.append(chunk.text or "")
+        self.last = chunk if chunk.model or self.last is None else self.last
+        if chunk.usage is not None:
+            self.usage = chunk.usage if self.usage is None else self.usage + chunk.usage
+        if chunk.structured is not None or chunk.structured_error is not None:
+            self.obj = chunk
+        if chunk.finish_reason is not None:
+            self.finish_reason = chunk.finish_reason
+        if not chunk.text or self.holding:
+            return []
+        if step.stage is Stage.RAG:
+            assert self.sniffer is not None
+            released = self.sniffer.feed(chunk.text)
+            if not released:
+                return []
+            events: list[FlowEvent] = []
+            if not self.emitted_rag:
+                self.emitted_rag = True
+                events.append(RouteEvent(Route.RAG, Reason.ANSWERED))
+            events.append(TokenEvent(released, Stage.RAG))
+            return events
+        return [TokenEvent(chunk.text, Stage.LONG_CONTEXT)]
+
+    def before_step(self, step: Step) -> list[FlowEvent]:
+        """Called with each step after the first RAG generation: announce the LC route, or take
+        back RAG text shown by a rung that then turned out to decline."""
+        if isinstance(step, Settle) and not step.cancel:  # the speculative LC call is the answer
+            retracted = self.emitted_rag
+            self.emitted_rag = False
+            self.lc_held = True  # it ran unstreamed: its text is emitted with the result
+            return [RouteEvent(Route.LONG_CONTEXT, None, retracted=retracted)]
+        if not isinstance(step, Generate):
+            return []
+        retracted = self.emitted_rag
+        self.emitted_rag = False
+        if step.stage is Stage.LONG_CONTEXT:
+            return [RouteEvent(Route.LONG_CONTEXT, None, retracted=retracted)]
+        if retracted:  # the next rung of the k-ladder
+            return [RouteEvent(Route.RAG, None, retracted=True)]
+        return []
+
+    def finish(self, result: RouteResult) -> list[FlowEvent]:
+        events: list[FlowEvent] = []
+        answer = result.answer
+        if result.route is Route.RAG and answer:
+            if self.emitted_rag and self.sniffer is not None:
+                rest = self.sniffer.remainder(answer)
+            else:  # nothing shown yet: held (structured/grounded) or never released
+                events.append(RouteEvent(Route.RAG, result.reason))
+                rest = answer
+            if rest:
+                events.append(TokenEvent(rest, Stage.RAG))
+        elif result.route is Route.LONG_CONTEXT and self.lc_held and answer:
+            events.append(TokenEvent(answer, Stage.LONG_CONTEXT))
+        events.append(ResultEvent(result))
+        return events
+
+
+def _timed(gen: Any, t0: float) -> Any:
+    """``gen`` with its latency set; anything else is passed on for the flow to reject."""
+    return replace(gen, latency_s=time.perf_counter() - t0) if isinstance(gen, Generation) else gen
+
+
+def _retrieval_timeout(step: Retrieve) -> TimeoutError:
+    return TimeoutError(f"the retriever did not answer within {step.timeout_s:g}s")
+
+
+def _retrieve(handler: StepHandler, step: Retrieve) -> Sequence[Passage]:
+    """``handler.retrieve(step)``, abandoned after ``step.timeout_s`` (the call keeps running in
+    a daemon thread; a hung socket cannot be interrupted from outside)."""
+    if step.timeout_s is None:
+        return handler.retrieve(step)
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()  # callbacks and tracing see the caller's context
+
+    def run() -> None:
+        try:
+            box["value"] = context.run(handler.retrieve, step)
+        except BaseException as exc:  # handed over to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="selfroute-retrieve", daemon=True).start()
+    if not done.wait(step.timeout_s):
+        raise _retrieval_timeout(step)
+    if "error" in box:
+        raise box["error"]
+    result: Sequence[Passage] = box["value"]
+    return result
+
+
+async def _aretrieve(handler: AsyncStepHandler, step: Retrieve) -> Sequence[Passage]:
+    """``await handler.aretrieve(step)``, cancelled after ``step.timeout_s``."""
+    if step.timeout_s is None:
+        return await handler.aretrieve(step)
+    try:
+        return await asyncio.wait_for(handler.aretrieve(step), step.timeout_s)
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+        raise _retrieval_timeout(step) from None
+
+
+class _ThreadSpeculation:
+    """A speculative call of the sync driver: ``handler.stream`` in a daemon thread.
+
+    A blocked socket cannot be interrupted from another thread, but a stream can be closed: once
+    cancelled, the thread stops reading at the next chunk and closes the stream, which closes the
+    HTTP response, so the provider stops generating (and billing output) instead of running the
+    request to its end. Before the first chunk arrives the request cannot be cut.
+    """
+
+    def __init__(self, handler: StepHandler, step: Generate) -> None:
+        self.t0 = time.perf_counter()
+        self.box: dict[str, Any] = {}
+        self.done = threading.Event()
+        self.cancelled = threading.Event()
+        context = contextvars.copy_context()  # callbacks and tracing see the caller's context
+
+        def run() -> None:
+            try:
+                self.box["value"] = context.run(self._collect, handler, step)
+            except BaseException as exc:  # handed over when settled
+                self.box["error"] = exc
+            finally:
+                self.done.set()
+
+        threading.Thread(target=run, name="selfroute-speculate", daemon=True).start()
+
+    def _collect(self, handler: StepHandler, step: Generate) -> Generation | None:
+        collected = _StreamState()
+        collected.start(step)
+        chunks = iter(handler.stream(step))
+        try:
+            for chunk in chunks:
+                if self.cancelled.is_set():
+                    return None
+                collected.feed(step, chunk)
+        finally:
+            close = getattr(chunks, "close", None)
+            if callable(close):
+                close()  # a generator's close closes the HTTP response under it
+        return collected.generation()
+
+    def settle(self, cancel: bool) -> Any:
+        if cancel:
+            self.cancelled.set()
+            if self.done.is_set() and "error" not in self.box:
+                return _timed(self.box["value"], self.t0)
+            return None
+        self.done.wait()
+        if "error" in self.box:
+            raise self.box["error"]
+        return _timed(self.box["value"], self.t0)
+
+
+class _TaskSpeculation:
+    """A speculative call of the async driver: ``handler.agenerate`` as a task."""
+
+    def __init__(self, handler: AsyncStepHandler, step: Generate) -> None:
+        self.t0 = time.perf_counter()
+        self.task: asyncio.Future[Generation] = asyncio.ensure_future(handler.agenerate(step))
+
+    async def settle(self, cancel: bool) -> Any:
+        task = self.task
+        if cancel:
+            if task.done() and not task.cancelled() and task.exception() is None:
+                return _timed(task.result(), self.t0)
+            task.cancel()
+            return None
+        return _timed(await task, self.t0)
+
+
+def drive(
+    flow: Generator[Step, Any, RouteResult], handler: StepHandler, *, stream: bool = False
+) -> Iterator[FlowEvent]:
+    """Run ``flow`` with a sync ``handler``, yielding events; the last is a :class:`ResultEvent`.
+
+    With ``stream=True`` model calls go through ``handler.stream`` and answer text is yielded as
+    :class:`TokenEvent` (RAG text only once it can no longer be a decline).
+    """
+    state = _StreamState()
+    send: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = flow.throw(error) if error is not None else flow.send(send)
+        except StopIteration as stop:
+            yield from state.finish(stop.value)
+            return
+        send, error = None, None
+        if stream:
+            yield from state.before_step(step)
+        t0 = time.perf_counter()
+        try:
+            if isinstance(step, Retrieve):
+                send = _retrieve(handler, step)
+            elif isinstance(step, LoadLongContext):
+                send = handler.load_long_context(step)
+            elif isinstance(step, Speculate):
+                send = _ThreadSpeculation(handler, step.generate)
+            elif isinstance(step, Settle):
+                send = step.handle.settle(step.cancel)
+            elif isinstance(step, Generate):
+                if stream:
+                    state.start(step)
+                    for chunk in handler.stream(step):
+                        yield from state.feed(step, chunk)
+                    gen = state.generation()
+                else:
+                    gen = handler.generate(step)
+                send = _timed(gen, t0)
+            else:  # pragma: no cover - defensive
+                raise SelfRouteError(f"unknown step {step!r}")
+        except Exception as exc:
+            error = exc
+
+
+async def adrive(
+    flow: Generator[Step, Any, RouteResult], handler: AsyncStepHandler, *, stream: bool = False
+) -> AsyncIterator[FlowEvent]:
+    """Async twin of :func:`drive`: awaits the handler, never blocks the event loop."""
+    state = _StreamState()
+    send: Any = None
+    error: BaseException | None = None
+    speculations: list[_TaskSpeculation] = []
+    try:
+        while True:
+            try:
+                step = flow.throw(error) if error is not None else flow.send(send)
+            except StopIteration as stop:
+                for ev in state.finish(stop.value):
+                    yield ev
+                return
+            send, error = None, None
+            if stream:
+                for ev in state.before_step(step):
+                    yield ev
+            t0 = time.perf_counter()
+            try:
+                if isinstance(step, Retrieve):
+                    send = await _aretrieve(handler, step)
+                elif isinstance(step, LoadLongContext):
+                    send = await handler.aload_long_context(step)
+                elif isinstance(step, Speculate):
+                    send = _TaskSpeculation(handler, step.generate)
+                    speculations.append(send)
+                elif isinstance(step, Settle):
+                    send = await step.handle.settle(step.cancel)
+                elif isinstance(step, Generate):
+                    if stream:
+                        state.start(step)
+                        async for chunk in handler.astream(step):
+                            for ev in state.feed(step, chunk):
+                                yield ev
+                        gen = state.generation()
+                    else:
+                        gen = await handler.agenerate(step)
+                    send = _timed(gen, t0)
+                else:  # pragma: no cover - defensive
+                    raise SelfRouteError(f"unknown step {step!r}")
+            except Exception as exc:
+                error = exc
+    finally:  # cancelled, failed or finished: no speculative call outlives the run
+        for spec in speculations:
+            spec.task.cancel()
+
+
+def run_flow(flow: Generator[Step, Any, RouteResult], handler: StepHandler) -> RouteResult:
+    """Run ``flow`` to completion with a sync handler and return its result."""
+    for event in drive(flow, handler):
+        if isinstance(event, ResultEvent):
+            return event.result
+    raise SelfRouteError("flow ended without a result")  # pragma: no cover
+
+
+async def arun_flow(
+    flow: Generator[Step, Any, RouteResult], handler: AsyncStepHandler
+) -> RouteResult:
+    """Run ``flow`` to completion with an async handler and return its result."""
+    async for event in adrive(flow, handler):
+        if isinstance(event, ResultEvent):
+            return event.result
+    raise SelfRouteError("flow ended without a result")  # pragma: no cover

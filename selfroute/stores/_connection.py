@@ -1,0 +1,391 @@
+"""The connection to Chroma and the collections' schema: what a selfroute collection records.
+
+A collection ``NAME`` holds one record per chunk; ``NAME__documents`` one record per document
+(the layout is described in :mod:`selfroute.stores._store`). The chunk collection's metadata
+records the schema version, the embedding (``selfroute:embedding``) and the chunk size; opening a
+collection checks them against what the caller asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from selfroute._chunking import DEFAULT_CHUNK_WORDS
+from selfroute._errors import ConfigurationError, MissingDependencyError
+from selfroute.stores._embedding import EmbeddingChoice, embed_documents
+from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+
+__all__ = [
+    "DEFAULT_COLLECTION",
+    "DEFAULT_STORE",
+    "DOCUMENTS_SUFFIX",
+    "StoreConnection",
+    "quiet_chroma",
+    "validate_name",
+]
+
+#: Default folder of the embedded store.
+DEFAULT_STORE = ".selfroute"
+#: Default collection name.
+DEFAULT_COLLECTION = "selfroute"
+#: Suffix of the collection holding the full documents.
+DOCUMENTS_SUFFIX = "__documents"
+
+_SCHEMA = 1
+_META_SCHEMA = "selfroute:schema"
+_META_EMBEDDING = "selfroute:embedding"
+_META_EMBEDDING_URL = "selfroute:embedding_base_url"
+_META_CHUNK_WORDS = "selfroute:chunk_words"
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,480}[A-Za-z0-9])$")
+
+EmbeddingFactory = Callable[[EmbeddingChoice], Any]
+
+
+def validate_name(name: str) -> str:
+    """``name`` if it is a valid collection name, else :class:`ConfigurationError`."""
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+        raise ConfigurationError(
+            f"invalid collection name {name!r}: use 3-480 characters from letters, digits, '.', "
+            "'_' and '-', starting and ending with a letter or digit"
+        )
+    return name
+
+
+@contextlib.contextmanager
+def quiet_chroma() -> Iterator[None]:
+    """Silence chromadb's own warnings (telemetry, deprecations) inside the block."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"chromadb(\..*)?")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"chromadb(\..*)?")
+        yield
+
+
+def _server_url(url: str) -> Any:
+    return urlsplit(url if "//" in url else f"http://{url}")
+
+
+def _collection_names(client: Any, location: str) -> set[str]:
+    try:
+        with quiet_chroma():
+            return {c if isinstance(c, str) else c.name for c in client.list_collections()}
+    except Exception as exc:
+        raise StoreError(f"cannot list collections at {location}: {exc}") from exc
+
+
+def _drop_cached_system(client: Any) -> None:
+    """Forget Chroma's process-wide system for ``client``'s folder if other clients still hold it.
+
+    Chroma shares one system (and its in-memory vector index) between all clients of a folder in
+    a process; it is stale too, so the next client must build a new one. The other clients look
+    the system up by folder on every call and move to the new one; the old one is not stopped
+    (a call of theirs may be running on it) and is freed when nothing uses it.
+    """
+    try:
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        identifier = client._identifier
+        # the refcount stays: the other clients' close() still balances it
+        SharedSystemClient._identifier_to_system.pop(identifier, None)
+    except Exception:  # another chromadb layout: the reopen is best effort
+        return
+
+
+class StoreConnection:
+    """One Chroma client and a selfroute collection pair, opened once and held.
+
+    Args:
+        path: Folder of the embedded store (and of the BM25 index).
+        collection: Collection name.
+        chroma_url: ``http://host:port`` of a Chroma server.
+        embedding: The embedding asked for (``None``: as recorded).
+        chunk_words: Words per chunk asked for (``None``: as recorded).
+        embedding_base_url: OpenAI-compatible server overriding the recorded one.
+        client: A ready ``chromadb`` client.
+        embedding_factory: Builds the embedding function of a choice.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        collection: str,
+        *,
+        chroma_url: str | None,
+        embedding: EmbeddingChoice | None,
+        chunk_words: int | None,
+        embedding_base_url: str | None,
+        client: Any,
+        embedding_factory: EmbeddingFactory,
+    ) -> None:
+        self.path = Path(path)
+        self.collection_name = validate_name(collection)
+        self.chroma_url = chroma_url.rstrip("/") if chroma_url else None
+        self._embedding_base_url = embedding_base_url
+        self._requested = embedding
+        if chunk_words is not None and (not isinstance(chunk_words, int) or chunk_words < 1):
+            raise ConfigurationError(f"chunk_words must be a positive integer, got {chunk_words!r}")
+        self._requested_chunk_words = chunk_words
+        self._client = client
+        self._own_client = client is None
+        self._seen: str | None = None
+        self._factory = embedding_factory
+        self._chunks: Any = None
+        self._documents: Any = None
+        self._choice: EmbeddingChoice | None = None
+        self._function: Any = None
+        self._chunk_words: int | None = None
+
+    @property
+    def location(self) -> str:
+        """Where the collection lives (folder or server URL)."""
+        return self.chroma_url or str(self.path)
+
+    @property
+    def bm25_dir(self) -> Path:
+        """Folder of this collection's BM25 indexes."""
+        if self.chroma_url:
+            parts = _server_url(self.chroma_url)
+            server = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{parts.hostname}_{parts.port or ''}")
+            return self.path / "bm25" / f"server-{server}" / self.collection_name
+        return self.path / "bm25" / self.collection_name
+
+    def client(self, create: bool) -> Any:
+        """The ``chromadb`` client, connected on first use."""
+        if self._client is not None:
+            return self._client
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError as exc:
+            raise MissingDependencyError("chromadb", "chroma") from exc
+        settings = Settings(anonymized_telemetry=False)
+        if self.chroma_url:
+            self._client = self._http_client(chromadb, settings, self.chroma_url)
+            return self._client
+        if not create and not self.path.is_dir():
+            raise CollectionNotFoundError(
+                f"no store at {self.path}: run `selfroute index PATH` first (or pass --store)",
+                location=str(self.path),
+            )
+        try:
+            with quiet_chroma():
+                # an absolute path: Chroma caches clients by path string, and a relative one
+                # would follow the working directory to another store
+                self._client = chromadb.PersistentClient(
+                    path=str(self.path.resolve()), settings=settings
+                )
+        except Exception as exc:
+            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+        return self._client
+
+    @staticmethod
+    def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
+        parts = _server_url(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 8000)
+        try:
+            with quiet_chroma():
+                return chromadb.HttpClient(
+                    host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
+                )
+        except Exception as exc:
+            raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
+
+    def open(self, create: bool = False) -> tuple[Any, Any]:
+        """The chunk and document collections, opened (and with ``create``, created) once.
+
+        Raises:
+            CollectionNotFoundError: No store or no collection (and not ``create``).
+            EmbeddingMismatchError: A different embedding than recorded was asked for.
+        """
+        if self._chunks is not None:
+            return self._chunks, self._documents
+        client = self.client(create)
+        # collections created with the offline function reopen only once it is registered
+        from selfroute._embeddings import chroma_embedding_function
+
+        chroma_embedding_function()
+        name = self.collection_name
+        docs_name = name + DOCUMENTS_SUFFIX
+        existing = _collection_names(client, self.location)
+        if name in existing and create and self._requested is not None:
+            self._reset_if_empty(client, name, docs_name)
+            existing = _collection_names(client, self.location)
+        if name not in existing:
+            if not create:
+                raise CollectionNotFoundError(
+                    f"collection {name!r} does not exist at {self.location}: run "
+                    "`selfroute index PATH` first (or pass the right --collection)",
+                    collection=name,
+                )
+            chunks = self._create(client, name)
+        else:
+            with quiet_chroma():
+                chunks = client.get_collection(name)
+        with quiet_chroma():
+            documents = client.get_or_create_collection(
+                docs_name,
+                embedding_function=None,
+                metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": name},
+            )
+        self._check_recorded(dict(chunks.metadata or {}))
+        self._chunks, self._documents = chunks, documents
+        return chunks, documents
+
+    def _create(self, client: Any, name: str) -> Any:
+        choice = self._requested or EmbeddingChoice()
+        words = self._requested_chunk_words or DEFAULT_CHUNK_WORDS
+        function = self._factory(choice)
+        # fail before creating anything if the model cannot be loaded (offline default)
+        embed_documents(function, choice, ["selfroute embedding check"])
+        metadata: dict[str, Any] = {
+            _META_SCHEMA: _SCHEMA,
+            _META_EMBEDDING: choice.spec,
+            _META_CHUNK_WORDS: words,
+            "selfroute:created": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        }
+        if choice.base_url:
+            metadata[_META_EMBEDDING_URL] = choice.base_url
+        with quiet_chroma():
+            chunks = client.get_or_create_collection(
+                name,
+                embedding_function=function,
+                metadata=metadata,
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+        self._function = function
+        return chunks
+
+    def _check_recorded(self, meta: dict[str, Any]) -> None:
+        name = self.collection_name
+        if _META_EMBEDDING not in meta:
+            raise StoreError(
+                f"collection {name!r} at {self.location} was not created by selfroute (no "
+                f"{_META_EMBEDDING} in its metadata); choose another --collection"
+            )
+        recorded = EmbeddingChoice.parse(
+            str(meta[_META_EMBEDDING]), base_url=meta.get(_META_EMBEDDING_URL) or None
+        )
+        requested = self._requested
+        if requested is not None and requested.spec != recorded.spec:
+            raise EmbeddingMismatchError(
+                f"collection {name!r} was indexed with the {recorded.spec} embedding, but "
+                f"{requested.spec} was asked for; drop --embedding (the recorded one is used), "
+                f"pass --embedding {recorded.kind}, or index into a new --collection",
+                recorded=recorded.spec,
+                requested=requested.spec,
+            )
+        base_url = (requested.base_url if requested else None) or self._embedding_base_url
+        if base_url:
+            recorded = EmbeddingChoice(recorded.kind, recorded.model, base_url)
+        words = int(meta.get(_META_CHUNK_WORDS) or DEFAULT_CHUNK_WORDS)
+        if self._requested_chunk_words is not None and self._requested_chunk_words != words:
+            raise ConfigurationError(
+                f"collection {name!r} was chunked with {words} words per chunk, but "
+                f"--chunk-words {self._requested_chunk_words} was given; drop it or index into a "
+                "new --collection"
+            )
+        self._choice = recorded
+        self._chunk_words = words
+
+    def _reset_if_empty(self, client: Any, name: str, docs_name: str) -> None:
+        """Drop a collection that holds nothing yet, so a new embedding can be chosen."""
+        with quiet_chroma():
+            chunks = client.get_collection(name)
+            recorded = (chunks.metadata or {}).get(_META_EMBEDDING)
+            if recorded == (self._requested.spec if self._requested else None):
+                return
+            if chunks.count() > 0:
+                return
+            try:
+                if client.get_collection(docs_name).count() > 0:
+                    return
+                client.delete_collection(docs_name)
+            except Exception:  # the documents collection may not exist
+                pass
+            client.delete_collection(name)
+
+    def note_committed(self, ids: Sequence[str]) -> bool:
+        """Record the committed document ids just read; reopen when another process changed them.
+
+        An embedded ``PersistentClient`` keeps its vector index in memory: documents another
+        process indexes afterwards are in the database (their records are read fresh) but not
+        in this client's nearest-neighbour index, so dense retrieval would miss them, or return
+        chunks of a document since rewritten. A change in the committed ids that this process
+        did not write itself (see :meth:`forget_committed`) closes the client and reopens the
+        collections from disk. A Chroma server, or a client the caller gave, is not reopened.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        digest = hashlib.sha256("\n".join(ids).encode("utf-8", "surrogatepass")).hexdigest()
+        previous, self._seen = self._seen, digest
+        if previous is None or previous == digest or not self._own_client or self.chroma_url:
+            return False
+        self._reopen()
+        return True
+
+    def forget_committed(self) -> None:
+        """This process changed the committed ids itself (its client's view is current)."""
+        self._seen = None
+
+    def _reopen(self) -> None:
+        client, self._client = self._client, None
+        self._chunks = self._documents = None
+        if client is not None:
+            with contextlib.suppress(Exception), quiet_chroma():
+                client.close()  # releases the cached system, so the next client loads from disk
+            _drop_cached_system(client)
+        self.open()
+
+    @property
+    def embedding(self) -> EmbeddingChoice:
+        """The collection's embedding (opens the collection)."""
+        self.open()
+        assert self._choice is not None
+        return self._choice
+
+    @property
+    def chunk_words(self) -> int:
+        """The collection's words per chunk (opens the collection)."""
+        self.open()
+        assert self._chunk_words is not None
+        return self._chunk_words
+
+    def embedding_function(self) -> Any:
+        """The collection's embedding function, created on first use."""
+        if self._function is None:
+            self._function = self._factory(self.embedding)
+        return self._function
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path / f".index-{self.collection_name}.lock"
+        with open(lock_path, "a+") as handle:
+            try:
+                import fcntl
+            except ImportError:  # pragma: no cover - Windows: no advisory lock
+                yield
+                return
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise StoreError(
+                    f"another `selfroute index` is writing collection {self.collection_name!r} "
+                    f"in {self.path}; wait for it to finish"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,202 @@
+"""Reading a selfroute collection: document records, committed ids, chunks, dense search.
+
+A document's record in ``NAME__documents`` is its commit marker: only chunks whose ``doc_id`` has
+a record are served. The record's ``files`` metadata (JSON) maps every path with this content to
+its ``sha256``, ``size`` and ``mtime_ns``; ``path``/``sha256``/``size``/``mtime_ns`` repeat the
+first path's entry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from selfroute._fitting import ContextDocument
+from selfroute._result import Passage
+from selfroute.stores._connection import StoreConnection
+from selfroute.stores._embedding import embed_query
+from selfroute.stores._readers import LoadedDocument
+
+__all__ = ["PAGE", "StoreReader", "file_entry", "files_of", "with_files"]
+
+#: Records read (or deleted) per Chroma call.
+PAGE = 2000
+
+
+def files_of(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``{path: {sha256, size, mtime_ns}}`` map of a document record."""
+    try:
+        files = json.loads(str(meta.get("files") or "{}"))
+    except ValueError:
+        files = {}
+    if not isinstance(files, dict):
+        files = {}
+    if not files and meta.get("path"):
+        files = {
+            str(meta["path"]): {
+                "sha256": meta.get("sha256"),
+                "size": meta.get("size"),
+                "mtime_ns": meta.get("mtime_ns"),
+            }
+        }
+    return files
+
+
+def file_entry(doc: LoadedDocument) -> dict[str, Any]:
+    """The ``files`` entry of a loaded document."""
+    return {"sha256": doc.sha256, "size": doc.size, "mtime_ns": str(doc.mtime_ns)}
+
+
+def with_files(meta: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``meta`` with its ``files`` map (and the primary path's fields) set to ``files``."""
+    out = dict(meta)
+    primary = sorted(files)[0]
+    entry = files[primary]
+    out.update(
+        files=json.dumps(files, sort_keys=True),
+        path=primary,
+        sha256=str(entry.get("sha256") or ""),
+        size=int(entry.get("size") or 0),
+        mtime_ns=str(entry.get("mtime_ns") or ""),
+    )
+    return out
+
+
+def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+    offset = 0
+    while True:
+        page = collection.get(include=include, limit=PAGE, offset=offset)
+        yield page
+        if len(page.get("ids") or []) < PAGE:
+            return
+        offset += PAGE
+
+
+class StoreReader:
+    """Read access to an opened collection pair.
+
+    Args:
+        connection: The store's connection.
+    """
+
+    def __init__(self, connection: StoreConnection) -> None:
+        self._conn = connection
+
+    def document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
+        """Every document record by id (with ``__text__`` if ``include_text``)."""
+        _, documents = self._conn.open()
+        include = ["metadatas", "documents"] if include_text else ["metadatas"]
+        out: dict[str, dict[str, Any]] = {}
+        for page in _pages(documents, include):
+            ids = page.get("ids") or []
+            metas = page.get("metadatas") or [None] * len(ids)
+            texts = page.get("documents") or [None] * len(ids)
+            for doc_id, meta, text in zip(ids, metas, texts, strict=False):
+                record = dict(meta or {})
+                if include_text:
+                    record["__text__"] = text
+                out[doc_id] = record
+        return out
+
+    def committed_ids(self) -> list[str]:
+        """Ids of the documents whose record exists (fully indexed), sorted."""
+        _, documents = self._conn.open()
+        ids: list[str] = []
+        for page in _pages(documents, []):
+            ids.extend(page.get("ids") or [])
+        ids.sort()
+        self._conn.note_committed(ids)  # another process indexed: reopen to see its vectors
+        return ids
+
+    def iter_chunks(self, include_text: bool) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+        """``(chunk_id, metadata, text or None)`` of every chunk record, committed or not."""
+        chunks, _ = self._conn.open()
+        include = ["metadatas", "documents"] if include_text else ["metadatas"]
+        for page in _pages(chunks, include):
+            ids = page.get("ids") or []
+            metas = page.get("metadatas") or [None] * len(ids)
+            texts = page.get("documents") or [None] * len(ids)
+            for chunk_id, meta, text in zip(ids, metas, texts, strict=False):
+                yield chunk_id, dict(meta or {}), text
+
+    def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
+        """Full documents by id, in the order given (unknown ids are left out)."""
+        _, documents = self._conn.open()
+        wanted = list(dict.fromkeys(d for d in doc_ids if d))
+        if not wanted:
+            return []
+        page = documents.get(ids=wanted, include=["metadatas", "documents"])
+        found = {
+            doc_id: (text, dict(meta or {}))
+            for doc_id, text, meta in zip(
+                page.get("ids") or [],
+                page.get("documents") or [],
+                page.get("metadatas") or [],
+                strict=False,
+            )
+        }
+        out = []
+        for doc_id in wanted:
+            if doc_id in found and found[doc_id][0]:
+                text, meta = found[doc_id]
+                meta.pop("files", None)
+                meta["source"] = meta.get("path")
+                out.append(ContextDocument(text=text, doc_id=doc_id, metadata=meta))
+        return out
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Chunk texts and metadata by id."""
+        chunks, _ = self._conn.open()
+        if not chunk_ids:
+            return {}
+        page = chunks.get(ids=list(chunk_ids), include=["metadatas", "documents"])
+        return {
+            cid: (text or "", dict(meta or {}))
+            for cid, text, meta in zip(
+                page.get("ids") or [],
+                page.get("documents") or [],
+                page.get("metadatas") or [],
+                strict=False,
+            )
+        }
+
+    def dense_search(self, query: str, n: int, committed: set[str] | None = None) -> list[Passage]:
+        """The ``n`` nearest chunks to ``query`` (of committed documents), best first.
+
+        ``score`` is the cosine similarity.
+        """
+        chunks, _ = self._conn.open()
+        total = chunks.count()
+        if total == 0 or n < 1:
+            return []
+        conn = self._conn
+        vector = embed_query(conn.embedding_function(), conn.embedding, query)
+        extra = 0 if committed is None else max(10, n)
+        result = chunks.query(
+            query_embeddings=[vector],
+            n_results=min(total, n + extra),
+            include=["metadatas", "documents", "distances"],
+        )
+        out: list[Passage] = []
+        ids = (result.get("ids") or [[]])[0]
+        texts = (result.get("documents") or [[]])[0]
+        metas = (result.get("metadatas") or [[]])[0]
+        dists = (result.get("distances") or [[]])[0]
+        for chunk_id, text, meta, dist in zip(ids, texts, metas, dists, strict=False):
+            meta = dict(meta or {})
+            if committed is not None and meta.get("doc_id") not in committed:
+                continue  # a chunk of an interrupted, uncommitted write
+            meta["chunk_id"] = chunk_id
+            out.append(
+                Passage(
+                    text=text or "",
+                    doc_id=meta.get("doc_id"),
+                    score=1.0 - float(dist),
+                    metadata=meta,
+                    source=chunk_id,
+                )
+            )
+            if len(out) >= n:
+                break
+        return out
