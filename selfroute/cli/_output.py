@@ -197,7 +197,7 @@ def format_result(
         spent = result.usage.input_tokens
         ratio = result.token_ratio or 0.0
         source = result.long_context_tokens_source or "estimate"
-        label = "reported by the provider" if source == "provider" else f"{source} count"
+        label = _lc_source_label(result, source)
         count = (result.context or {}).get("documents") or 1
         what = "the whole document" if count == 1 else f"the {count} whole documents"
         lines.append(f"always-LC   {lc:,} input tokens to send {what} ({label})")
@@ -231,6 +231,22 @@ def format_result(
     if result.error:
         lines.append(f"note        {result.error}")
     return "\n".join(lines)
+
+
+def _lc_source_label(result: RouteResult, source: str) -> str:
+    """How the always-LC count was made, for the report line."""
+    if source == "provider":
+        return "reported by the provider"
+    if source == "provider_scaled":
+        from selfroute._flow._counterfactual import provider_ratio
+
+        ratio = provider_ratio(result.steps)
+        scale = f" × {ratio:.2f}" if ratio is not None else ""
+        return (
+            f"tokenizer count{scale}: the provider/tokenizer ratio of this call's RAG prompt, "
+            "so both sides are the provider's tokens"
+        )
+    return f"{source} count"
 
 
 def _step_name(stage: str, k: int | None) -> str:
