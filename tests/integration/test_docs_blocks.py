@@ -103,9 +103,8 @@ def test_shell_blocks_run(page: str, tmp_path: Path, models: tuple[str, str]) ->
         pytest.skip(f"{page} has no shell command to run (install lines are checked statically)")
     box, env = _sandbox(tmp_path, models)
     for block, lines in runnable:
-        for line in lines:
-            status, output = dr.run_shell(line, box, env)
-            assert status == 0, f"{block.where}: `{line}` exited {status}:\n{output[-2000:]}"
+        status, output = dr.run_script(lines, box, env)
+        assert status == 0, f"{block.where} exited {status}:\n{output[-2000:]}"
 
 
 @pytest.mark.parametrize("page", dr.pages_with("console"))

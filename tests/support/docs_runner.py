@@ -6,7 +6,8 @@ Conventions (for everyone who writes docs):
   notebook), in a sandbox folder laid out like a checkout (``docs/``, ``tests/fixtures/docs/``).
   Pages with their own runner (:data:`PAGE_RUNNERS`: their examples need names the page says the
   reader brings, or scripted models) are run by that test instead.
-* ```` ```bash ```` / ```` ```sh ```` blocks run line by line in ``bash -e`` in the sandbox.
+* ```` ```bash ```` / ```` ```sh ```` blocks run as one ``bash -e`` script in the sandbox (jobs
+  a block starts in the background are killed when it ends).
   Install lines (``python3 -m venv``, ``. .venv/bin/activate``, ``pip install ...``) are not run
   (they need the registry): their extras are checked against pyproject.toml here, and
   ``tests/integration/test_fresh_install.py`` runs the installs in fresh virtual environments.
@@ -183,6 +184,13 @@ def run_shell(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
         timeout=600,
     )
     return done.returncode, done.stdout
+
+
+def run_script(lines: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run a shell block's command lines as one ``bash -e`` script (background jobs it starts are
+    killed at its end); returns ``(status, output)``."""
+    script = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\nset -e\n" + "\n".join(lines)
+    return run_shell(script, cwd, env)
 
 
 def run_transcript(code: str, cwd: Path, env: dict[str, str]) -> str:
