@@ -127,6 +127,32 @@ def _env(home: Path, server: str) -> dict[str, str]:
     return env
 
 
+EXTRAS = ("cli", "langchain", "llamaindex")
+
+
+@pytest.fixture(scope="module")
+def venvs(
+    registry: None, model_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """``{extra: python}``: one fresh environment per extra, installed concurrently (pip spends
+    most of its time waiting on downloads and unpacking)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path_factory.mktemp("fresh")
+
+    def install(extra: str) -> Path:
+        tmp = root / extra
+        tmp.mkdir()
+        env = _env(tmp, model_server)
+        python = _venv(tmp / "venv")
+        _run([str(python), "-m", "pip", "install", "-q", "--prefer-binary",
+              *_install_target(extra, tmp, env)], tmp, env)  # fmt: skip
+        return python
+
+    with ThreadPoolExecutor(max_workers=len(EXTRAS)) as pool:
+        return dict(zip(EXTRAS, pool.map(install, EXTRAS), strict=True))
+
+
 def _install_target(extra: str, tmp: Path, env: dict[str, str]) -> list[str]:
     if extra == "cli":  # a wheel built from the checkout
         dist = tmp / "dist"
@@ -139,19 +165,16 @@ def _install_target(extra: str, tmp: Path, env: dict[str, str]) -> list[str]:
     return [f"{ROOT}[llamaindex]"]  # a regular install of the checkout
 
 
-@pytest.mark.timeout(1800)  # a fresh install takes minutes (pip's cache makes reruns quicker)
-@pytest.mark.parametrize("extra", ["cli", "langchain", "llamaindex"])
+@pytest.mark.timeout(2400)  # the first test waits for the installs: minutes, less with a cache
+@pytest.mark.parametrize("extra", EXTRAS)
 def test_each_extra_alone_runs_its_quickstart(
-    extra: str, tmp_path: Path, registry: None, model_server: str
+    extra: str, tmp_path: Path, venvs: dict[str, Path], model_server: str
 ) -> None:
     env = _env(tmp_path, model_server)
-    python = _venv(tmp_path / "venv")
-    _run([str(python), "-m", "pip", "install", "-q", "--prefer-binary",
-          *_install_target(extra, tmp_path, env)],
-         tmp_path, env)  # fmt: skip
+    python = venvs[extra]
     doc = ROOT / "tests" / "fixtures" / "docs" / "1973_oil_crisis.html"
     if extra == "cli":
-        selfroute = str(tmp_path / "venv" / "bin" / "selfroute")
+        selfroute = str(python.parent / "selfroute")
         _run([selfroute, "index", str(doc.parent), "--embedding", "offline"], tmp_path, env)
         out = _run([selfroute, "ask", QUESTION, "--model", "offline"], tmp_path, env)
         assert out.startswith("The 1973 oil crisis began") and "route       rag" in out
