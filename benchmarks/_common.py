@@ -6,12 +6,15 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "FIXTURES",
@@ -29,6 +32,7 @@ __all__ = [
     "share_row",
     "skipped",
     "source_texts",
+    "spawn_worker",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +79,24 @@ def source_texts(data: Path) -> list[str]:
     if not texts:
         raise FileNotFoundError(f"no corpus text in {data} nor in {FIXTURES}")
     return texts
+
+
+def spawn_worker(module: str, args: Sequence[object], timeout: float) -> dict[str, Any]:
+    """Run ``python -m MODULE ARGS...`` in a fresh interpreter; its last stdout line is JSON."""
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO_ROOT,
+        env=env,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"{module} {' '.join(map(str, args))} failed:\n{out.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def data_dir() -> Path:

@@ -16,9 +16,7 @@ fixture texts when ``../shared/data`` is absent) repeated with distinct document
 from __future__ import annotations
 
 import json
-import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import (
-    REPO_ROOT,
     BenchContext,
     BenchResult,
     Row,
     markdown_table,
     source_texts,
+    spawn_worker,
 )
 
 __all__ = ["corpus", "run", "worker"]
@@ -134,20 +132,7 @@ def worker(impl: str, chunks: int, data: str) -> dict[str, Any]:
 
 
 def _spawn(impl: str, chunks: int, data: Path, timeout: float) -> dict[str, Any]:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(REPO_ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.bench_indexing", impl, str(chunks), str(data)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        env=env,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"indexing worker {impl} {chunks} failed:\n{out.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return spawn_worker("benchmarks.bench_indexing", [impl, chunks, data], timeout)
 
 
 def run(ctx: BenchContext) -> BenchResult:

@@ -56,6 +56,13 @@ K = 5
 LABELLED = (
     Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "refusals" / "labelled.jsonl"
 )
+#: The held-out source of the verdict parser (issue #15): RAGTruth RAG answers, hand-labelled.
+RAGTRUTH_LABELLED = LABELLED.with_name("ragtruth_labelled.jsonl")
+#: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled file.
+DECLINE_SETS = {
+    "LongBench Qasper + InfiniteBench (tuning sources)": LABELLED,
+    "RAGTruth (held-out source)": RAGTRUTH_LABELLED,
+}
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
 
@@ -394,19 +401,34 @@ class ParaphrasingOracle(OracleReader):
         return super().render(request, answer, quotes)
 
 
-def real_declines() -> list[str]:
-    """The hand-labelled real declines (all of them, parser hits and misses alike)."""
-    rows = [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line]
+def real_declines(path: Path = LABELLED) -> list[str]:
+    """The hand-labelled real declines of ``path`` (parser hits and misses alike)."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
     return [r["prediction"] for r in rows if r["declined"]]
 
 
 def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], None]) -> str:
-    """Structured verdicts against sentinel parsing when the model declines in its own words."""
+    """Structured verdicts against sentinel parsing when the model declines in its own words,
+    once per set of real declines (the parser's tuning sources and its held-out source)."""
+    out = ["| declines | verdict | answerable ratio | declines taken as answers | score on "
+           "answerable |", "|---|---|---|---|---|"]  # fmt: skip
+    for set_name, path in DECLINE_SETS.items():
+        if path.is_file():
+            out += _verdict_rows(set_name, real_declines(path), name, items, log)
+    return "\n".join(out)
+
+
+def _verdict_rows(
+    set_name: str,
+    texts: Sequence[str],
+    name: str,
+    items: Sequence[EvalItem],
+    log: Callable[[str], None],
+) -> list[str]:
     counter = MemoCounter()
-    reader = ParaphrasingOracle(real_declines(), counter=counter)
+    reader = ParaphrasingOracle(texts, counter=counter)
     declines = set(reader.declines)
-    out = ["| verdict | answerable ratio | declines taken as answers | score on answerable |",
-           "|---|---|---|---|"]  # fmt: skip
+    out: list[str] = []
     for label, cfg in (
         ("paper-style strict sentinel match (`strict=True`)", sr.RouteConfig(k=K, strict=True)),
         ("selfroute verdict parser (default)", sr.RouteConfig(k=K)),
@@ -424,11 +446,12 @@ def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], No
         ans = [r for r in runs if not r.item.unanswerable]
         score = sum(r.score for r in ans) / len(ans) if ans else 0.0
         m = measure(runs)
-        log(f"  [7] {name}: {label}: misread {misread}")
+        log(f"  [7] {name}: {set_name}: {label}: misread {misread}")
         out.append(
-            f"| {label} | {fmt_pct(m.answerable_ratio)} | {misread} of {len(runs)} | {score:.3f} |"
+            f"| {set_name} | {label} | {fmt_pct(m.answerable_ratio)} | {misread} of {len(runs)} "
+            f"| {score:.3f} |"
         )
-    return "\n".join(out)
+    return out
 
 
 # -- QMSum: global questions ------------------------------------------------------------------
@@ -588,7 +611,9 @@ def run(ctx: BenchContext) -> BenchResult:
         result.details.append(
             f"**{name}: structured verdicts when the model declines in its own words** — the "
             "oracle's RAG-step declines replaced by real model declines (hand-labelled, "
-            f"{len(real_declines())} texts; `ParaphrasingOracle`); a decline taken as an answer "
+            f"{len(real_declines())} tuning-source texts, then "
+            f"{len(real_declines(RAGTRUTH_LABELLED))} from the held-out RAGTruth source; "
+            "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )
         result.details.append(

@@ -1,4 +1,4 @@
-"""8. Command-line start-up: ``selfroute --help`` and the CLI's own overhead on ``ask``.
+"""9. Command-line start-up: ``selfroute --help`` and the CLI's own overhead on ``ask``.
 
 Every number is a fresh process, timed from ``subprocess.run`` to its exit, against a bare
 ``python -c pass`` measured in the same run (the baseline). ``ask`` runs over one vendored document
@@ -26,7 +26,7 @@ from benchmarks._common import REPO_ROOT, BenchContext, BenchResult, Row, markdo
 
 __all__ = ["import_breakdown", "run", "timed"]
 
-KEY, TITLE = "8", "Command line: start-up and the CLI's own overhead on ask"
+KEY, TITLE = "9", "Command line: start-up and the CLI's own overhead on ask"
 HELP_TARGET_S = 0.5
 ASK_OVERHEAD_TARGET_S = 1.0
 DOCUMENT = REPO_ROOT / "tests" / "fixtures" / "docs" / "1973_oil_crisis.html"

@@ -43,7 +43,8 @@ BENCHMARKS: dict[str, str] = {
     "2": "benchmarks.bench_concurrency",
     "3": "benchmarks.bench_streaming",
     "7": "benchmarks.bench_policies",
-    "8": "benchmarks.bench_startup",
+    "8": "benchmarks.bench_scale",
+    "9": "benchmarks.bench_startup",
 }
 
 START = "<!-- results:start -->"

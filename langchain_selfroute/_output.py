@@ -130,37 +130,11 @@ def _fields(result: RouteResult) -> dict[str, Any]:
 # Rebuilding typed values from plain data (JSON, a strict checkpointer)
 # --------------------------------------------------------------------------------------------
 def _usage(value: Any) -> Usage:
-    if isinstance(value, Usage):
-        return value
-    data = dict(value or {})
-    return Usage(
-        input_tokens=int(data.get("input_tokens") or 0),
-        output_tokens=int(data.get("output_tokens") or 0),
-        total_tokens=int(data.get("total_tokens") or 0),
-        cached_input_tokens=data.get("cached_input_tokens"),
-        source=str(data.get("source") or "provider"),
-        extra=dict(data.get("extra") or {}),
-    )
+    return value if isinstance(value, Usage) else Usage.from_dict(value)
 
 
 def _step(value: Any) -> StepRecord:
-    if isinstance(value, StepRecord):
-        return value
-    data = dict(value)
-    return StepRecord(
-        stage=Stage(data["stage"]),
-        usage=_usage(data.get("usage")),
-        model=data.get("model"),
-        latency_s=float(data.get("latency_s") or 0.0),
-        prompt_tokens_estimate=data.get("prompt_tokens_estimate"),
-        error=data.get("error"),
-        output=data.get("output"),
-        verdict=data.get("verdict"),
-        k=data.get("k"),
-        structured=bool(data.get("structured", False)),
-        grounded=data.get("grounded"),
-        wasted=bool(data.get("wasted", False)),
-    )
+    return value if isinstance(value, StepRecord) else StepRecord.from_dict(value)
 
 
 def _document(value: Any) -> Document:
@@ -572,8 +546,9 @@ class SelfRouteChunk(_Fields):
     Beyond the mapping, a chunk says how the call is going: the first chunk of a stream
     announces the route (:attr:`route`, empty text); :attr:`stage` names the stage that wrote
     the text. A chunk with ``retracted=True`` means the text streamed before it is withdrawn
-    (rare: a refusal whose opening looked like an answer); the long-context answer follows.
-    Adding chunks does this for you.
+    (rare: a refusal whose opening looked like an answer; the long-context answer follows), its
+    own text replacing it (when the final answer differs from the text shown, e.g. quotes
+    cleaned off, it comes again whole). Adding chunks does this for you.
 
     Attributes:
         stage: The stage that wrote ``text``.

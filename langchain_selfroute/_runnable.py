@@ -17,15 +17,14 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from langchain_core.tools import BaseTool
-from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_selfroute._constructors import StoreConstructors
 from langchain_selfroute._handlers import (
     LangChainHandler,
     LongContextPlan,
@@ -62,7 +61,7 @@ from selfroute import (
 from selfroute._redact import register_model_secrets
 
 if TYPE_CHECKING:
-    from langchain_chroma import Chroma
+    pass
 
 __all__ = [
     "DOCUMENT_KEY",
@@ -166,30 +165,35 @@ class _Chunker:
         self.route: Route | None = None
         self.shown = ""
 
-    def chunk(self, event: FlowEvent) -> SelfRouteChunk:
+    def chunks(self, event: FlowEvent) -> list[SelfRouteChunk]:
+        """The chunks for one flow event (a result may need a correction first)."""
         if isinstance(event, RouteEvent):
             self.route = event.route
             if event.retracted:
                 self.shown = ""
-            return SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+            return [
+                SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
+            ]
         if isinstance(event, TokenEvent):
             self.shown += event.text
-            return SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)
+            return [SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)]
         assert isinstance(event, ResultEvent)
         result = event.result
         output = SelfRouteOutput.from_result(result, self.passthrough)
         answer = result.answer or ""
-        # The final chunk closes the mapping: every other key, and the answer's remaining text
-        # (all of it, retracting what was shown, if the streamed text is not its start).
-        retract = bool(self.shown) and not answer.startswith(self.shown)
-        rest = answer if retract or not self.shown else answer[len(self.shown) :]
+        out: list[SelfRouteChunk] = []
+        if answer.startswith(self.shown):
+            rest = answer[len(self.shown) :]
+        else:  # the answer is not what was shown (e.g. quotes cleaned off): send it again
+            out.append(SelfRouteChunk(route=result.route, text=answer, retracted=True))
+            rest = ""
+        # The final chunk closes the mapping: every other key, and the rest of the answer.
         fields = {**output, "answer": rest}
-        return SelfRouteChunk(
-            fields, route=result.route, reason=result.reason, retracted=retract, output=output
-        )
+        out.append(SelfRouteChunk(fields, route=result.route, reason=result.reason, output=output))
+        return out
 
 
-class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
+class SelfRoute(StoreConstructors, RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
 
     Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel
@@ -253,7 +257,10 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         max_question_tokens: Reject longer questions.
         retrieval_timeout_s: Give up on a retriever that does not answer within this many
             seconds and treat it as a retrieval failure (escalate or raise per
-            ``on_retrieval_error``).
+            ``on_retrieval_error``); it also bounds loading the parent documents.
+        deadline_s: The whole call's time limit across every step (retrieval, both model
+            calls, loading the long context, streaming); past it the call raises the stage's
+            error, never escalates. ``None``: no limit.
         verdict: How the RAG step declines: ``sentinel`` (the paper's word, default),
             ``structured`` (an ``{answerable, answer}`` object through the chat model's
             ``with_structured_output``; a model without it is a configuration error) or ``auto``
@@ -305,6 +312,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     token_counter: Any = None
     max_question_tokens: int | None = None
     retrieval_timeout_s: float | None = None
+    deadline_s: float | None = None
     # Validated by the core (RouteConfig), so a bad value gets the core's message.
     verdict: SkipValidation[VerdictSetting] = "sentinel"
     k_ladder: SkipValidation[tuple[int, ...]] = ()
@@ -360,6 +368,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             token_counter=self.token_counter,
             max_question_tokens=self.max_question_tokens,
             retrieval_timeout_s=self.retrieval_timeout_s,
+            deadline_s=self.deadline_s,
             verdict=self.verdict,
             k_ladder=self.k_ladder,
             pre_route=self.pre_route,
@@ -558,7 +567,7 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         flow, handler, passthrough = self._start(_join_inputs(inputs), config, run_manager)
         chunker = _Chunker(passthrough)
         for event in drive(flow, handler, stream=True):
-            yield chunker.chunk(event)
+            yield from chunker.chunks(event)
 
     async def _atransform(
         self,
@@ -570,7 +579,8 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         flow, handler, passthrough = self._start(value, config, run_manager)
         chunker = _Chunker(passthrough)
         async for event in adrive(flow, handler, stream=True):
-            yield chunker.chunk(event)
+            for chunk in chunker.chunks(event):
+                yield chunk
 
     # SelfRouteChunk is a SelfRouteOutput-shaped mapping (the chunks add up to the output) but
     # not a SelfRouteOutput: the stream methods are typed with it.
@@ -653,164 +663,3 @@ class SelfRoute(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
             name=name or "answer_from_documents",
             description=description or DEFAULT_TOOL_DESCRIPTION,
         )
-
-    # construction from a store ----------------------------------------------------------------
-    @classmethod
-    def from_vectorstore(
-        cls,
-        vectorstore: VectorStore,
-        *,
-        llm: Runnable[Any, Any],
-        search_type: str = "similarity",
-        search_kwargs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> SelfRoute:
-        """A ``SelfRoute`` over a vector store of chunks made by :func:`index_documents`.
-
-        The retriever is ``vectorstore.as_retriever(search_type, search_kwargs)``. The long
-        context is the parent documents of the retrieved chunks, rebuilt from the store: for a
-        ``langchain_chroma.Chroma`` store with the retriever's ``filter`` applied again
-        (:class:`ChromaParentLoader`), for any other store that implements ``get_by_ids`` by
-        chunk id (:class:`StoreParentLoader`). A store without ``get_by_ids`` needs
-        ``parent_loader=`` or ``document=`` (else ``ConfigurationError`` here, not at the first
-        decline).
-
-        Args:
-            vectorstore: The store of chunks.
-            llm: The RAG-step model.
-            search_type: ``similarity``, ``mmr`` or ``similarity_score_threshold``.
-            search_kwargs: E.g. ``{"filter": {"tenant": "acme"}}``.
-            **kwargs: Any other :class:`SelfRoute` setting (``k``, ``long_context_llm``, ...).
-        """
-        from langchain_selfroute._chroma import (
-            ChromaParentLoader,
-            StoreParentLoader,
-            has_get_by_ids,
-            is_chroma,
-        )
-
-        k = kwargs.get("k", 5)
-        retriever = vectorstore.as_retriever(
-            search_type=search_type, search_kwargs={"k": k, **(search_kwargs or {})}
-        )
-        id_key = kwargs.get("id_key", "doc_id")
-        needs_loader = (
-            "parent_loader" not in kwargs
-            and "aparent_loader" not in kwargs
-            and kwargs.get("long_context", "auto") in ("auto", "parents")
-        )
-        if needs_loader and is_chroma(vectorstore):
-            kwargs["parent_loader"] = ChromaParentLoader(cast("Chroma", vectorstore), id_key=id_key)
-        elif needs_loader and has_get_by_ids(vectorstore):
-            kwargs["parent_loader"] = StoreParentLoader(vectorstore, id_key=id_key)
-        elif needs_loader and kwargs.get("document") is None:
-            raise ConfigurationError(
-                f"{type(vectorstore).__name__} does not implement get_by_ids, so SelfRoute "
-                "cannot load the full documents of retrieved chunks for the long-context step; "
-                "pass parent_loader=, document=, or long_context='input'"
-            )
-        return cls(retriever=retriever, llm=llm, **kwargs)
-
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Sequence[Document],
-        *,
-        llm: Runnable[Any, Any],
-        embedding: Embeddings,
-        persist_directory: str | None = None,
-        collection_name: str | None = None,
-        client: Any = None,
-        ids: Sequence[str] | None = None,
-        chunk_words: int = DEFAULT_CHUNK_WORDS,
-        overlap_words: int = 0,
-        search_type: str = "similarity",
-        search_kwargs: dict[str, Any] | None = None,
-        collection_metadata: dict[str, Any] | None = None,
-        scope_keys: Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> SelfRoute:
-        """Chunk ``documents`` into 300-word chunks in a Chroma collection and route over them.
-
-        Every chunk carries ``doc_id``, ``chunk_index``, ``chunk_count``, ``start`` and ``end``
-        metadata plus its document's metadata, so the full documents can be rebuilt from the
-        store for the long-context step, with the same metadata filter the retriever uses:
-        a retriever filtered to one tenant never brings another tenant's document into a prompt.
-
-        Args:
-            documents: The documents.
-            llm: The RAG-step model.
-            embedding: Any LangChain ``Embeddings``.
-            persist_directory: Directory of an embedded persistent Chroma; ``None`` for in-memory.
-            collection_name: The Chroma collection (default: ``selfroute``; in memory, a unique
-                name, since Chroma's in-memory clients share collections within a process).
-            client: A ``chromadb`` client to use instead (e.g. an ``HttpClient``).
-            ids: One id per document (default: its ``doc_id`` metadata, its ``id``, or a hash of
-                its text and metadata). Re-adding a document with the same id replaces its chunks.
-            chunk_words: Words per chunk (300 in the paper).
-            overlap_words: Words shared by consecutive chunks.
-            search_type: Retriever search type.
-            search_kwargs: Retriever search kwargs (``{"filter": {...}}``).
-            collection_metadata: Chroma collection metadata.
-            scope_keys: Metadata keys that tell the owners of documents apart in a shared
-                collection (see :func:`index_documents`). Default: the keys an equality
-                ``search_kwargs["filter"]`` pins (``{"tenant": "acme"}`` -> ``("tenant",)``),
-                else unknown, and a document id stored with other metadata is refused.
-            **kwargs: Any other :class:`SelfRoute` setting.
-        """
-        from langchain_selfroute._chroma import index_documents, open_chroma
-        from selfroute._owners import scope_keys_of_filter
-
-        if scope_keys is None:
-            scope_keys = scope_keys_of_filter((search_kwargs or {}).get("filter"))
-
-        store = open_chroma(
-            embedding=embedding,
-            collection_name=collection_name,
-            persist_directory=persist_directory,
-            client=client,
-            collection_metadata=collection_metadata,
-        )
-        index_documents(
-            store,
-            documents,
-            ids=ids,
-            chunk_words=chunk_words,
-            overlap_words=overlap_words,
-            id_key=kwargs.get("id_key", "doc_id"),
-            scope_keys=scope_keys,
-        )
-        return cls.from_vectorstore(
-            store,
-            llm=llm,
-            search_type=search_type,
-            search_kwargs=search_kwargs,
-            chunk_words=chunk_words,
-            **kwargs,
-        )
-
-    @classmethod
-    def from_texts(
-        cls,
-        texts: Sequence[str],
-        *,
-        llm: Runnable[Any, Any],
-        embedding: Embeddings,
-        metadatas: Sequence[dict[str, Any]] | None = None,
-        **kwargs: Any,
-    ) -> SelfRoute:
-        """:meth:`from_documents` over plain texts (with optional per-text metadata)."""
-        if isinstance(texts, str):
-            raise InvalidInputError("texts must be a list of strings, got a single str")
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise InvalidInputError(
-                f"metadatas has {len(metadatas)} entries for {len(texts)} texts"
-            )
-        docs = []
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"texts[{i}] must be a str, got {type(text).__name__}")
-            docs.append(
-                Document(page_content=text, metadata=dict((metadatas or [{}] * len(texts))[i]))
-            )
-        return cls.from_documents(docs, llm=llm, embedding=embedding, **kwargs)

@@ -9,7 +9,6 @@ of files in two lines.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from pydantic import ConfigDict, InstanceOf
 
 from langchain_selfroute._output import passage_document
 from selfroute import ConfigurationError, Passage
+from selfroute._threads import in_thread
 from selfroute.stores import DEFAULT_COLLECTION, DEFAULT_STORE, HybridRetriever
 
 __all__ = ["SelfRouteStoreRetriever"]
@@ -122,7 +122,7 @@ class SelfRouteStoreRetriever(BaseRetriever):
 
     async def aload_parents(self, chunks: Sequence[Document]) -> list[Document]:
         """Async :meth:`load_parents` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.load_parents, chunks)
+        return await in_thread(self.load_parents, chunks)
 
     def as_self_route(self, llm: Any, **kwargs: Any) -> Any:
         """A :class:`~langchain_selfroute.SelfRoute` over this store.

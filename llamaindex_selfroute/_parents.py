@@ -8,7 +8,6 @@ filters the retriever used: text the retriever could not have returned never rea
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -24,6 +23,7 @@ from llama_index.core.vector_stores.types import (
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from selfroute import ConfigurationError, ContextDocument, InvalidInputError
+from selfroute._threads import in_thread
 
 __all__ = [
     "CallableContext",
@@ -159,7 +159,7 @@ class CallableContext:
         """Await ``afn``, or run ``fn`` in a worker thread."""
         if self.afn is not None:
             return to_context_documents(await self.afn(question, nodes))
-        return await asyncio.to_thread(self.load, question, nodes)
+        return await in_thread(self.load, question, nodes)
 
 
 def matches_filters(metadata: dict[str, Any], filters: MetadataFilters | None) -> bool:
@@ -340,4 +340,4 @@ class ParentDocuments:
         self, question: str, nodes: list[NodeWithScore]
     ) -> list[ContextDocument] | None:
         """:meth:`load` in a worker thread (docstores and embedded stores are blocking)."""
-        return await asyncio.to_thread(self.load, question, nodes)
+        return await in_thread(self.load, question, nodes)

@@ -8,7 +8,6 @@ The store is the one ``selfroute index`` builds (:class:`selfroute.stores.Docume
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from llama_index.core.schema import (
 
 from llamaindex_selfroute._handlers import node_to_passage
 from selfroute import ConfigurationError, ContextDocument, Passage
+from selfroute._threads import in_thread
 from selfroute.stores import DEFAULT_COLLECTION, DEFAULT_STORE, HybridRetriever
 
 __all__ = ["SelfRouteStoreRetriever"]
@@ -115,7 +115,7 @@ class SelfRouteStoreRetriever(BaseRetriever):
         self, question: str, nodes: Sequence[NodeWithScore]
     ) -> list[ContextDocument]:
         """Async :meth:`long_context` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.long_context, question, nodes)
+        return await in_thread(self.long_context, question, nodes)
 
     def as_query_engine(self, llm: Any = None, **kwargs: Any) -> Any:
         """A ``SelfRouteQueryEngine`` over this store (long context: the parent documents).

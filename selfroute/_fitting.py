@@ -22,7 +22,7 @@ from selfroute._errors import ConfigurationError, ContextOverflowError, InvalidI
 from selfroute._text import terms
 from selfroute._tokens import TokenCounter, default_token_counter
 
-__all__ = ["ContextDocument", "FittedContext", "OverflowStrategy", "fit_context"]
+__all__ = ["ContextDocument", "FittedContext", "OverflowStrategy", "fit_context", "size_context"]
 
 
 class OverflowStrategy(str, Enum):
@@ -324,3 +324,41 @@ def _join_kept(chunks: list[Chunk], kept: set[int]) -> str:
         parts.append(c.text)
         prev = c
     return "".join(parts).strip()
+
+
+def size_context(
+    documents: Sequence[ContextDocument | str],
+    *,
+    available_tokens: int | None,
+    strategy: OverflowStrategy | str = OverflowStrategy.FILL,
+    counter: TokenCounter | None = None,
+) -> FittedContext:
+    """The size of what :func:`fit_context` would send, counted without fitting.
+
+    For pricing always-LC (the counterfactual): documents that fit are counted as a whole, once
+    (the counter remembers long texts by content), exactly as :func:`fit_context` counts them.
+    Documents that do not fit are not chunked, ranked or re-counted: ``fill`` and
+    ``truncate_middle`` fill the window, so the size is ``available_tokens`` (an upper bound,
+    within one chunk of what ``fill`` keeps; ``text`` is empty).
+
+    Raises:
+        InvalidInputError: No document has any text.
+        ContextOverflowError: The documents do not fit and ``strategy`` is ``error``.
+    """
+    strat = OverflowStrategy(strategy)
+    counter = counter or default_token_counter()
+    docs = _as_documents(documents)
+    full = DOCUMENT_SEPARATOR.join(d.text.strip() for d in docs)
+    total = counter.count(full)
+    if available_tokens is None or total <= available_tokens:
+        return FittedContext(full, total, total, "none", False, len(docs), counter=counter.name)
+    if strat is OverflowStrategy.ERROR or available_tokens <= 0:
+        raise ContextOverflowError(
+            f"the long context needs {total} tokens but only {available_tokens} are available",
+            document_tokens=total,
+            available_tokens=available_tokens,
+            window_tokens=available_tokens,
+        )
+    return FittedContext(
+        "", available_tokens, total, strat.value, True, len(docs), counter=counter.name
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -164,6 +164,15 @@ class StepRecord:
             "wasted": self.wasted,
             "finish_reason": self.finish_reason,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StepRecord:
+        """The inverse of :meth:`to_dict` (also accepts ``output``; unknown keys are ignored)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["stage"] = Stage(values["stage"])
+        values["usage"] = Usage.from_dict(values.get("usage"))
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,11 @@ def _as_bool(value: object) -> bool | None:
 
 
 def parse_structured_verdict(
-    data: object, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False
+    data: object,
+    *,
+    sentinel: str = DEFAULT_SENTINEL,
+    strict: bool = False,
+    question: str | None = None,
 ) -> Verdict:
     """Classify a structured RAG-step verdict.
 
@@ -104,6 +108,7 @@ def parse_structured_verdict(
         data: The parsed object (``{"answerable": bool, "answer": str, ...}``).
         sentinel: The decline word (an ``answer`` that is the sentinel is a decline too).
         strict: As for :func:`~selfroute.parse_verdict`, applied to the ``answer`` text.
+        question: As for :func:`~selfroute.parse_verdict`, applied to the ``answer`` text.
 
     Returns:
         A :class:`~selfroute.Verdict`: ``sentinel`` kind for ``answerable: false``, the text
@@ -128,7 +133,7 @@ def parse_structured_verdict(
         return Verdict(kind=VerdictKind.SENTINEL, answer=answer, matched="answerable: false")
     if not answer:
         return Verdict(kind=VerdictKind.EMPTY, answer="")
-    return parse_verdict(answer, sentinel=sentinel, strict=strict)
+    return parse_verdict(answer, sentinel=sentinel, strict=strict, question=question)
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)

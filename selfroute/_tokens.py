@@ -12,12 +12,12 @@ a ``source`` and every counter a ``name`` (``tiktoken:o200k_base``), so estimate
 from __future__ import annotations
 
 import base64
-import functools
 import gzip
 import hashlib
 import os
 import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -80,8 +80,12 @@ class TiktokenCounter:
     def __init__(self, encoding: Any, name: str, *, cache_size: int = 256) -> None:
         self._enc = encoding
         self.name = f"tiktoken:{name}"
-        # Documents are counted again on every call (to price always-LC); remember long texts.
-        self._count_long = functools.lru_cache(maxsize=cache_size)(self._encode_len)
+        # A document is counted on every call (to fit it, or to price always-LC): long texts are
+        # counted once, remembered by a digest of their content (never the text itself, so a
+        # 200 MB document is not kept alive by the cache), least recently used dropped first.
+        self._cache_size = cache_size
+        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
@@ -89,9 +93,19 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if len(text) >= 2048:
-            return int(self._count_long(text))
-        return self._encode_len(text)
+        if len(text) < 2048:
+            return self._encode_len(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+        with self._lock:
+            if key in self._counts:
+                self._counts.move_to_end(key)
+                return self._counts[key]
+        tokens = self._encode_len(text)
+        with self._lock:
+            self._counts[key] = tokens
+            while len(self._counts) > self._cache_size:
+                self._counts.popitem(last=False)
+        return tokens
 
     def head(self, text: str, max_tokens: int) -> str:
         toks = self._enc.encode(text, disallowed_special=())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,3 +97,16 @@ class Usage:
             "cached_input_tokens": self.cached_input_tokens,
             "source": self.source,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
+        """The inverse of :meth:`to_dict` (missing counts are 0; ``extra`` kept if present)."""
+        d = dict(data or {})
+        return cls(
+            input_tokens=int(d.get("input_tokens") or 0),
+            output_tokens=int(d.get("output_tokens") or 0),
+            total_tokens=int(d.get("total_tokens") or 0),
+            cached_input_tokens=d.get("cached_input_tokens"),
+            source=str(d.get("source") or "provider"),
+            extra=dict(d.get("extra") or {}),
+        )

@@ -13,6 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from selfroute._decline import (
+    ADVERBS,
+    COVERS_INSTEAD,
+    FUNCTION_WORDS,
+    POINTER,
+    SOURCE_DETERMINERS,
+    SOURCE_HEADS,
+    SOURCE_MODIFIERS,
+    QuestionShape,
+    decline_shape,
+)
 from selfroute._errors import ConfigurationError
 from selfroute._prompts import DEFAULT_SENTINEL
 
@@ -179,13 +190,18 @@ def _sentences(text: str) -> list[str]:
 #   F  declines a *form* of answer, not the question ("I cannot reproduce copyrighted excerpts",
 #      "As an AI I cannot read the book") -- what follows decides
 #   Q  asks for more information or offers help ("Please provide ...", "Let me know ...")
-#   P  an apology on its own ("I'm sorry.")
+#   X  points elsewhere ("You may need to consult other reports"): after a decline it keeps the
+#      decline; opening the answer it is an instruction (content)
+#   P  an apology or a preamble on its own ("I'm sorry.", "Sure!")
 #   N  describes what the source covers instead ("The passage focuses on ...", "Perhaps ...")
 #   C  anything else: content
+# R sentences are recognised by the grammar of selfroute._decline (and the patterns below).
 # A leading R makes a refusal unless the next informative sentence hedges into an answer
 # ("However, it can be inferred that ...") and nothing later declines again. A leading F is a
 # refusal unless later content answers. Content first is an answer, unless the closing sentence
-# concludes with a decline ("Therefore, I cannot determine ...").
+# concludes with a decline ("Therefore, I cannot determine ..."), a later sentence gives up on the
+# question ("Unable to answer based on given passages."), or -- the question known -- a later
+# sentence declares the asked-for item absent (a partial answer escalates).
 
 _SRC_WORD = (
     r"(?:text|texts|passage|passages|context|contexts|document|documents|article|articles|"
@@ -206,7 +222,7 @@ _COMM = (
     r"specifies|state|states|discuss|discusses|give|gives|offer|offers|address|addresses|"
     r"indicate|indicates|describe|describes|reveal|reveals|explain|explains|refer|reference|"
     r"identify|tell|answer|clarify|list|name|report|detail|cover|disclose|establish|"
-    r"make (?:it )?clear|have|has)"
+    r"make (?:it )?clear)"
 )
 _ADVERB = (
     r"(?:explicitly|directly|clearly|specifically|definitively|actually|really|exactly|precisely)"
@@ -225,20 +241,13 @@ _INABILITY = (
 _STRONG_REFUSALS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
-        # "I cannot determine ...", "we could not find ...", "I cannot conclusively state ..."
-        rf"\b(?:i|we) {_INABILITY} (?:\w+ ){{0,3}}?(?:determine|answer|find|tell|say|state|"
-        r"identify|know|infer|locate|confirm|extract|pinpoint|conclude|ascertain|verify|"
-        r"be (?:sure|certain))\b",
-        # "I do not have enough context / information / access ..."
-        r"\b(?:i|we) (?:do not|don't|did not|didn't) have (?:\w+ ){0,3}?(?:context|information|"
-        r"details|data|access|knowledge|answer)\b",
         r"\b(?:i|we) (?:do not|don't) know\b",
         r"\b(?:i'm|i am|we are|we're) not (?:sure|certain)\b",
         r"\b(?:not enough|insufficient|not sufficient|without enough|without sufficient|lack of|"
         r"lacks?|lacking) (?:\w+ ){0,2}?(?:information|context|details?|evidence|data)\b",
         r"\bnot (?:\w+ )?(?:sufficient|enough|adequate) to (?:\w+ ){0,2}?(?:state|determine|"
         r"answer|confirm|say|tell|identify|know|conclude)\b",
-        # "The text does not mention ...", "the passages do not provide ..."
+        # "The text does not mention ..." with up to two words before the verb
         rf"\b{_SUBJECT} {_NEG} (?:\w+ ){{0,2}}?{_COMM}\b",
         # "does not contain any information", "does not appear to include an answer"
         r"\b(?:does not|doesn't|do not|don't|did not|didn't)(?: appear to| seem to)? "
@@ -249,8 +258,6 @@ _STRONG_REFUSALS: tuple[re.Pattern[str], ...] = tuple(
         r"\bthere(?: is| are| was| were|'s) (?:no|not any|not enough|little|insufficient) "
         r"(?:\w+ ){0,3}?(?:information|mention|details?|specifics|data|answer|reference|context|"
         r"explanation|description|record|indication of|evidence of|way to)\b",
-        # "no name is given", "no details are provided"
-        rf"\bno (?:\w+ ){{0,2}}?(?:is|are|was|were) (?:\w+ )?{_PARTICIPLE}\b",
         # "X is not mentioned.", "X is not specified in the passage", "X is not given, so ..."
         rf"\b(?:(?:is|are|was|were|has been|have been) (?:not|never)|isn't|aren't|wasn't|"
         rf"weren't|hasn't been|haven't been|'s not) (?:{_ADVERB} )?{_PARTICIPLE}"
@@ -298,7 +305,7 @@ _FORM = re.compile(
     r"infringement|concerns?|books?|works?|story|novel|lyrics|reasons|law)\b|"
     r"\b(?:due to|because of|avoid|avoiding|risk|risking|respect|respecting) (?:\w+ ){0,2}?"
     r"copyright|\bverbatim\b|\bas an ai\b|\bi am an ai\b|\bi'm an ai\b|\bai language model\b|"
-    r"\bphysically read|"
+    r"\bphysically read|\b(?:i'm|i am) (?:just|only) an ai\b|"
     rf"\b{_INABILITY} (?:\w+ ){{0,3}}?(?:reproduce|quote|paraphrase|cite)\b|"
     rf"\b{_INABILITY} (?:\w+ ){{0,3}}?(?:provide|give|share|summari[sz]e|read|access|include|"
     r"offer|analy[sz]e) (?:\w+ ){0,4}?(?:excerpts?|quotes?|quotations?|passages?|summary|"
@@ -310,12 +317,11 @@ _REQUEST = re.compile(
     r"(?:provide|share|give|clarify|rephrase|specify|tell me)\b|\bplease (?:provide|share|"
     r"clarify|let|feel|rephrase|check)\b"
 )
-_APOLOGY = re.compile(r"^(?:i'm sorry|i am sorry|i apologi[sz]e|sorry|apologies|my apologies)\b")
-_COVERS_INSTEAD = re.compile(
-    rf"^(?:{_SRC}|it|they) (?:only |mainly |mostly |primarily |instead |rather )?"
-    r"(?:focus(?:es)?|discuss(?:es)?|covers?|deals? with|talks? about|centers? on|is about|"
-    r"are about|provides? (?:\w+ )?(?:details|information) about|describes? other|"
-    r"mentions? other|ends?)\b|^(?:perhaps|maybe|possibly)\b"
+_APOLOGY = re.compile(
+    r"^(?:i'm sorry|i am sorry|i apologi[sz]e|sorry|apologies|my apologies)\b|"
+    # a preamble that says nothing yet: "Sure!", "Thank you for providing the passages."
+    r"^(?:sure|of course|great question|good question|thank you|thanks)\b[^.!?]{0,60}[.!?]*$|^(?:i'd|i would|i'll|i will) (?:be (?:happy|glad) "
+    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$"
 )
 _HEDGE = re.compile(
     r"^(?:however|but|although|though|still|that said|nonetheless|nevertheless|based on|"
@@ -323,52 +329,131 @@ _HEDGE = re.compile(
     r"(?:only |simply |just |does |merely )?(?:says|said|states|mentions|notes|suggests|implies|"
     r"indicates|refers|reads|shows)\b|\b(?:it seems|it appears|seems to|appears to|"
     r"can be inferred|can infer|is suggested|is implied|best (?:inference|guess)|most likely|"
-    r"likely|probably|in summary|in short|to answer)\b"
+    r"likely|probably|in summary|in short)\b|^to answer\b"
+)
+#: A closing sentence that gives up on the question itself ("Unable to answer based on given
+#: passages."): a decline even without "therefore" -- unlike "the cause is not mentioned".
+_GIVES_UP = re.compile(
+    r"^(?:i am |i'm |we are )?(?:unable|not able) to answer\b|\b(?:cannot|can't|can not|"
+    r"unable to|not able to|could not|couldn't) (?:\w+ ){0,2}?(?:answer|respond to) (?:the|this|"
+    r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
+    r"answered\b"
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|so|thus|hence|consequently|as a result|as such|in conclusion|overall)\b"
 )
 _LEAD = re.compile(
     r"^(?:(?:unfortunately|however|but|sorry|regrettably|so|therefore|thus|hence|also|overall|"
-    r"in short|in summary|in conclusion|as an ai(?: language model| assistant)?)\s*[,:]?\s+|"
-    r"(?:after (?:reading|reviewing|checking)|based (?:solely |only )?on|according to|"
-    r"(?:in|from|within) (?:the|this|these)) [^,;:]{1,80}?[,:]\s+)+"
+    r"in short|in summary|in conclusion|as an ai(?: language model| assistant)?|"
+    r"(?:however,? )?(?:i must|i have to|i need to|i should|i'd like to|i would like to|let me) "
+    r"(?:\w+ ){0,2}?(?:inform|point out|note|clarify|mention|say|tell|admit|state)(?: you)? that|"
+    r"please note(?: that)?|note that|it (?:is|'s) (?:important|worth) (?:to note|noting|"
+    r"mentioning)(?: that)?|here(?:'s| is) (?:the |my |an )?(?:answer|response)[^:]{0,80}?:|"
+    r"(?:i'm|i am) (?:sorry|afraid)|i apologi[sz]e(?: for (?:any|the) (?:confusion|"
+    r"inconvenience))?|my apologies|apologies|sadly|alas|again|upon (?:careful )?review|"
+    r"unfortunately for you|to be (?:honest|clear|precise)|i see|hmm|well|okay|ok)"
+    r"(?:\s*[,:]?\s+but)?\s*[,:]?\s+|"
+    r"(?:after (?:carefully )?(?:reading|reviewing|checking|examining|analy[sz]ing|going "
+    r"through|looking (?:at|through|over)|searching|scanning)|upon (?:carefully )?(?:reading|"
+    r"reviewing|checking|examining|analy[sz]ing)|based (?:solely |only |purely |entirely )?on|"
+    r"according to|judging (?:from|by)|looking at|from what i can (?:see|tell)|"
+    r"(?:in|from|within) (?:the|this|these|any of the)) [^,;:]{1,80}?[,:]\s+(?:but\s+)?)+"
 )
 
 
 _WORD_RUN = re.compile(r"[^\W_]+")
+#: First letters-or-words a lead-in can start with (a cheap test before the regex).
+_LEAD_STARTS = (
+    "unfortunately", "however", "but", "sorry", "regrettably", "so", "therefore", "thus",
+    "hence", "also", "overall", "in ", "as an ai", "i'm", "i am", "i apolog", "my apolog",
+    "apolog", "sadly", "alas", "again", "upon", "to be", "i see", "hmm", "well", "ok", "i must",
+    "i have to", "i need to", "i should", "i'd like", "i would like", "let me", "please note",
+    "note that", "it is important", "it's important", "it is worth", "it's worth", "here",
+    "after", "based", "according", "judging", "looking", "from ", "within ",
+)  # fmt: skip
 
 
 def _lead_stripped(sentence: str) -> str:
     """``sentence`` without lead-ins such as "Unfortunately," or "Based on the passage,"."""
+    if not sentence.startswith(_LEAD_STARTS):
+        return sentence
     return _LEAD.sub("", sentence, count=1)
+
+
+#: Every decline pattern needs one of these words: a sentence without any is content, and the
+#: patterns are not run on it (most sentences of most answers).
+_TRIGGER = re.compile(
+    r"n't|\b(?:not|no|never|none|nothing|nowhere|neither|nor|cannot|unable|without|lack\w*|"
+    r"silent|insufficient|unclear|uncertain|impossible|difficult|hard|unknown|n/?a|unanswerable|"
+    r"fail\w*|beyond|outside|irrelevant|unrelated|inadequate|only|sorry|apologi\w+|afraid|"
+    r"unfortunately|need|require|omit\w*|leaves?|idea|absent)\b"
+)
+
+
+#: A decline reported in quotes: 'I must reply with: "Unable to answer based on given passages."'.
+_REPORTED_DECLINE = re.compile(
+    r"\b(?:reply|respond|answer|say|state|conclude|output|write)(?: with| that)?:? *[\"'“‘]"
+    r"([^\"”’]{4,200})"
+)
 
 
 def _refusal_match(sentence: str) -> str | None:
     """The phrase by which ``sentence`` declines the question, if any."""
+    if not _TRIGGER.search(sentence):
+        return None
     core = _lead_stripped(sentence)
     for pat in _STRONG_REFUSALS:
         m = pat.search(core)
         if m:
             return m.group(0)
+    shape = decline_shape(core)
+    if shape is not None:
+        return shape[1]
+    quoted = _REPORTED_DECLINE.search(core)
+    if quoted is not None:
+        inner = _norm(quoted.group(1))
+        if inner and inner != core:
+            return _refusal_match(inner)
     m = _UNFORTUNATELY.search(sentence)
     return m.group(0) if m else None
 
 
+def _has(sentence: str, words: tuple[str, ...]) -> bool:
+    return any(w in sentence for w in words)
+
+
+#: Substrings without which a pattern cannot match (cheap guards before the searches).
+_FORM_GUARDS = (
+    "copyright", "verbatim", " ai", "ai ", "physically", "reproduce", "quot", "paraphrase",
+    "cite", "not", "n't", "unable",
+)  # fmt: skip
+_REQUEST_GUARDS = (
+    "please", "kindly", "let me know", "feel free", "happy", "glad", "hope", "thank",
+    "rephras", "could you", "can you", "would you", "if you",
+)  # fmt: skip
+_POINTER_GUARDS = (
+    "consult", "refer", "check", "look", "search", "seek", "find", "contact", "visit", "review",
+    "read", "obtain", "access", "explor", "reach out", "see ",
+)  # fmt: skip
+
+
 def _kind(sentence: str) -> str:
     """Classify one normalised sentence (see the table above)."""
-    if _refusal_match(sentence):
+    triggered = _TRIGGER.search(sentence) is not None
+    if triggered and _refusal_match(sentence):
         return "R"
-    if _FORM.search(sentence):
+    if _has(sentence, _FORM_GUARDS) and _FORM.search(sentence):
         return "F"
-    if _WEAK_REFUSAL.search(_lead_stripped(sentence)):
+    if triggered and _WEAK_REFUSAL.search(_lead_stripped(sentence)):
         return "R"
-    if _REQUEST.search(sentence):
-        return "Q"
     if _APOLOGY.search(sentence):
         return "P"
+    if _has(sentence, _REQUEST_GUARDS) and _REQUEST.search(sentence):
+        return "Q"
+    if _has(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
+        return "X"
     core = _lead_stripped(sentence)
-    if len(_WORD_RUN.findall(core)) == 0 or _COVERS_INSTEAD.search(core):
+    if len(_WORD_RUN.findall(core)) == 0 or COVERS_INSTEAD.search(core):
         return "N"
     return "C"
 
@@ -388,8 +473,55 @@ def _hedges_into_answer(sentence: str) -> bool:
     return _commits(sentence) and bool(_HEDGE.search(sentence))
 
 
-def _refusal_verdict(cleaned: str) -> str | None:
-    """Return the phrase that makes ``cleaned`` a natural-language decline, or ``None``."""
+_POLAR_ANSWER = re.compile(
+    r"^(?:no|nope|yes|yeah|yep|correct|incorrect|true|false)(?:[,.!;:]| *$| +[-–—])"
+)
+#: Shapes in which the source is the subject ("The paper does not mention X"): they answer a
+#: polar question about what the source says ("Does the paper mention X?").
+_SOURCE_SUBJECT = re.compile(
+    r"^(?:it|they|(?:the |these |this |those |its )?(?:[\w-]+ ){0,3}?"
+    r"(?:text|passages?|context|documents?|articles?|paper|papers|report|study|authors?|"
+    r"chunks?|excerpts?|book|story|transcript|filing|statement)s?)\b"
+)
+
+
+_ONE_SOURCE = re.compile(
+    r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
+    r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
+    r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
+    r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
+    r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
+)
+
+
+def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
+    """Re-read the opening sentence of an answer to a yes/no question.
+
+    "No, the paper does not use BERT" answers "Does the paper use BERT?"; so does "The paper does
+    not mention BERT" when the question asks what the paper mentions.
+    """
+    core = _lead_stripped(sentence)
+    if _POLAR_ANSWER.search(core):
+        return "C"
+    if kind == "R" and shape.about_source and _SOURCE_SUBJECT.search(core):
+        return "C"
+    return kind
+
+
+def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
+    """Whether the decline ``sentence`` says the question's own item is missing."""
+    phrase = _refusal_match(sentence) or ""
+    if _ONE_SOURCE.search(_lead_stripped(sentence)):
+        return False  # "Passage 3 does not mention it": another passage may have answered
+    return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
+
+
+def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | None:
+    """Return the phrase that makes ``cleaned`` a natural-language decline, or ``None``.
+
+    With the question's ``shape``: an opening "No, ..." answers a yes/no question, and an answer
+    that later declares the asked-for item absent is a (partial) decline.
+    """
     sentences = [_norm(s) for s in _sentences(cleaned)]
     if not sentences:
         return None
@@ -397,6 +529,10 @@ def _refusal_verdict(cleaned: str) -> str | None:
     first = next((i for i, k in enumerate(kinds) if k != "P"), None)
     if first is None:  # only apologies
         return sentences[0]
+    if kinds[first] == "X":
+        kinds[first] = "C"  # "To prepare, you should consult your doctor ...": an instruction
+    if shape is not None and shape.yes_no:
+        kinds[first] = _polar_kind(sentences[first], kinds[first], shape)
     kind = kinds[first]
     head = sentences[first]
     if kind == "R":
@@ -406,17 +542,7 @@ def _refusal_verdict(cleaned: str) -> str | None:
     if kind == "Q":
         return head
     if kind == "R":
-        # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
-        parts = _BUT.split(head, maxsplit=1)
-        hedged = len(parts) == 2 and _kind(parts[0]) == "R" and _commits(parts[1])
-        rest = first + 1
-        if not hedged:
-            nxt = next((i for i in range(first + 1, len(kinds)) if kinds[i] not in "NP"), None)
-            if nxt is None or not _hedges_into_answer(sentences[nxt]):
-                return _refusal_match(head) or head
-            rest = nxt + 1
-        later = next((sentences[i] for i in range(rest, len(kinds)) if kinds[i] == "R"), None)
-        return None if later is None else (_refusal_match(later) or later)
+        return _opening_decline(sentences, kinds, first)
     if kind == "F":
         # "I cannot reproduce copyrighted excerpts. However, ... X." answers; with no content, or a
         # decline later, it is a refusal.
@@ -427,11 +553,55 @@ def _refusal_verdict(cleaned: str) -> str | None:
         if "C" in kinds[first + 1 :] or (len(parts) == 2 and _kind(parts[1]) == "C"):
             return None
         return head
-    # Content first: an answer, unless the closing sentence concludes with a decline.
+    # Content first: an answer, unless the closing sentence concludes with a decline, or (the
+    # question known, not a yes/no one) a later sentence says the asked-for item is missing.
     last = sentences[-1]
-    if len(sentences) > first + 1 and kinds[-1] == "R" and _CONCLUSION.search(last):
+    if (
+        len(sentences) > first + 1
+        and kinds[-1] == "R"
+        and _CONCLUSION.search(last)
+        and not _NO_FURTHER.search(last)
+    ):
         return _refusal_match(last) or last
+    for i in range(first + 1, len(kinds)):  # "... Unable to answer based on given passages."
+        if kinds[i] == "R" and _GIVES_UP.search(_lead_stripped(sentences[i])):
+            return _refusal_match(sentences[i]) or sentences[i]
+    if shape is not None and not shape.yes_no:
+        for i in range(first + 1, len(kinds)):
+            if kinds[i] == "R" and _asks_for_absent(sentences[i], shape):
+                if any(_concludes(sentences[j]) for j in range(i + 1, len(kinds))):
+                    return None  # "... Therefore, X is Y.": the final verdict commits
+                return _refusal_match(sentences[i]) or sentences[i]
     return None
+
+
+#: "Therefore, I am unable to provide further information": nothing beyond the answer given.
+_NO_FURTHER = re.compile(
+    r"\b(?:further|additional|more|other|extra|any more|anything else|beyond (?:this|that|these|"
+    r"what))\b(?: \w+){0,2}? (?:information|details?|data|context|specifics)\b|\bbeyond (?:this|"
+    r"that|these|what)\b"
+)
+
+
+def _concludes(sentence: str) -> bool:
+    """Whether ``sentence`` is a committed conclusion ("Therefore, the headquarters is in ...")."""
+    return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
+
+
+def _opening_decline(sentences: list[str], kinds: list[str], first: int) -> str | None:
+    """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer."""
+    head = sentences[first]
+    # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
+    parts = _BUT.split(head, maxsplit=1)
+    hedged = len(parts) == 2 and _kind(parts[0]) == "R" and _commits(parts[1])
+    rest = first + 1
+    if not hedged:
+        nxt = next((i for i in range(first + 1, len(kinds)) if kinds[i] not in "NPX"), None)
+        if nxt is None or not _hedges_into_answer(sentences[nxt]):
+            return _refusal_match(head) or head
+        rest = nxt + 1
+    later = next((sentences[i] for i in range(rest, len(kinds)) if kinds[i] == "R"), None)
+    return None if later is None else (_refusal_match(later) or later)
 
 
 # -- the sentinel -------------------------------------------------------------------------------
@@ -456,6 +626,8 @@ def _sentinel_verdict(cleaned: str, sentinel: str) -> str | None:
     attribute mid-sentence ("handles unanswerable questions"), negated ("not unanswerable"), or as
     the label of a follow-up question after an answer ("Unanswerable: what is the size?").
     """
+    if _norm(sentinel) not in _norm(cleaned):
+        return None  # a cheap necessary condition: the sentinel's words, in order
     text = _norm_lines(cleaned)
     first_word = _WORD.search(text)
     if first_word is None:
@@ -485,6 +657,11 @@ def _sentinel_verdict(cleaned: str, sentinel: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _question_shape(question: str) -> QuestionShape:
+    return QuestionShape(question)
+
+
 @functools.lru_cache(maxsize=32)
 def _sentinel_re(sentinel: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(_norm(sentinel))}(?![\w-])", re.IGNORECASE)
@@ -496,7 +673,11 @@ def _check_sentinel(sentinel: object) -> None:
 
 
 def parse_verdict(
-    text: str | None, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False
+    text: str | None,
+    *,
+    sentinel: str = DEFAULT_SENTINEL,
+    strict: bool = False,
+    question: str | None = None,
 ) -> Verdict:
     """Classify a RAG-step output.
 
@@ -505,6 +686,11 @@ def parse_verdict(
         sentinel: The decline word the prompt asked for (a non-empty string).
         strict: If true, only the sentinel counts as a decline; natural-language refusals are taken
             as answers. Empty output still counts as declined.
+        question: The question the output answers, when known. It changes two readings: an
+            opening "No, ..." (or "The paper does not mention X" for "Does the paper mention X?")
+            answers a yes/no question instead of declining; and an answer that goes on to say
+            the asked-for item is missing ("He died in 1972. The passages do not mention the
+            cause." for "How did he die?") is a partial answer, which declines (escalates).
 
     Returns:
         A :class:`Verdict`. ``verdict.declined`` is true for the sentinel, natural refusals (unless
@@ -519,8 +705,14 @@ def parse_verdict(
     the answer ("The text does not mention ...", "I do not have enough context ...", "As an AI I
     cannot read the book. Please provide ...") or *conclude* it ("Therefore, I cannot determine
     ..."); an answer that merely contains such words elsewhere, or that hedges and then commits
-    ("The text does not say, but it seems he is a writer."), is an answer. See ``docs/verdict.md``
-    for the measured precision and recall on real model outputs.
+    ("The text does not say, but it seems he is a writer."), is an answer. Declines are
+    recognised by their structure (:mod:`selfroute._decline`): a source noun phrase with a negated
+    verb of information ("The text chunks provided do not explicitly mention ..."), absence
+    constructions ("There is no discussion of ...", "None mentioned."), inability ("I could not
+    find ..."), apologies, and pointers elsewhere ("You may need to consult other reports"); a
+    decline followed by a description of what the source covers is still a decline. See
+    ``docs/verdict.md`` for the measured precision and recall on real model outputs, tuning and
+    held out.
 
     Examples:
         >>> parse_verdict("**Unanswerable.**").kind
@@ -529,6 +721,8 @@ def parse_verdict(
         True
         >>> parse_verdict("Answer: Paris").answer
         'Paris'
+        >>> parse_verdict("No, the paper does not mention BERT.", question="Do they use BERT?").kind
+        <VerdictKind.ANSWERED: 'answered'>
     """
     _check_sentinel(sentinel)
     if text is None:
@@ -546,7 +740,8 @@ def parse_verdict(
     if matched is not None:
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
-        phrase = _refusal_verdict(cleaned)
+        shape = _question_shape(question) if question and question.strip() else None
+        phrase = _refusal_verdict(cleaned, shape)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)
     return Verdict(kind=VerdictKind.ANSWERED, answer=cleaned)
@@ -607,111 +802,210 @@ _DECLINE_OPENINGS = (
     "unknown",
     "n/a",
     "cannot be determined",
+    "none of",
+    "none mentioned",
+    "none given",
+    "none specified",
+    "none provided",
+    "nothing in",
+    "nowhere in",
+    "neither",
+    "no mention",
+    "no specific",
+    "no details",
+    "no data",
+    "no reference",
+    "no direct",
+    "no clear",
+    "no explicit",
+    "unable to",
+    "i'm afraid",
+    "i am afraid",
+    "i looked",
+    "i searched",
+    "i reviewed",
+    "i checked",
+    "i do not see",
+    "i don't see",
+    "i did not",
+    "i didn't",
+    "we cannot",
+    "we can't",
+    "we could not",
+    "we couldn't",
+    "we do not",
+    "we don't",
+    "there seems",
+    "there seem",
+    "there appears",
+    "there appear",
+    "there was no",
+    "there were no",
+    "there isn't",
+    "there aren't",
+    "not explicitly",
+    "not specifically",
+    "not directly",
+    "not clear",
+    "you may need",
+    "you might need",
+    "you may want",
+    "you might want",
+    "you will need",
+    "you would need",
+    "you'll need",
+    "you would have to",
+    "this information is not",
+    "that information is not",
+    "the information is not",
+    "the answer to",
 )
 
 
-# "The provided passages do not ...": a source, then a negation. Streamed text is held while it
-# can still grow into this shape, and released as soon as a word leaves it ("The text was written").
-_SOURCE_WORDS = frozenset(
-    [
-        "text",
-        "texts",
-        "passage",
-        "passages",
-        "context",
-        "contexts",
-        "document",
-        "documents",
-        "article",
-        "articles",
-        "excerpt",
-        "excerpts",
-        "chunk",
-        "chunks",
-        "information",
-        "source",
-        "sources",
-        "material",
-        "paper",
-        "story",
-        "book",
-        "novel",
-        "narrative",
-        "transcript",
-        "content",
-        "snippet",
-        "snippets",
-        "section",
-        "sections",
-        "summary",
-        "chapter",
-        "details",
-        "data",
-        "author",
-        "authors",
-        "writer",
-    ]
+# "The provided passages do not ...": a source noun phrase, then a negation. Streamed text is held
+# while it can still grow into this shape, and released as soon as a word leaves it ("The text was
+# written"). The vocabulary is the detector's own (:mod:`selfroute._decline`).
+_SOURCE_WORDS = frozenset(SOURCE_HEADS)
+_SOURCE_OPENERS = frozenset(
+    [*SOURCE_DETERMINERS, *SOURCE_MODIFIERS, "none", "neither", "nothing", "nowhere", "no", "not"]
 )
-_SOURCE_MODIFIERS = frozenset(
-    [
-        "the",
-        "these",
-        "this",
-        "that",
-        "those",
-        "provided",
-        "given",
-        "above",
-        "retrieved",
-        "supplied",
-        "available",
-        "following",
-        "excerpted",
-        "short",
-        "full",
-    ]
-)
-_SOURCE_ADVERBS = frozenset(
-    ["explicitly", "clearly", "directly", "specifically", "actually", "even"]
-)
-#: Verbs opening a negation, and the word that must follow them (``None``: nothing needed).
-_SOURCE_NEGATIONS: dict[str, str | None] = {
-    **dict.fromkeys(["does", "do", "did", "is", "are", "was", "were", "can", "could"], "not"),
-    **dict.fromkeys(["has", "have", "makes", "provides", "contains", "gives", "offers"], "no"),
-    **dict.fromkeys(["doesn't", "don't", "didn't", "isn't", "aren't", "wasn't", "weren't"], None),
-    **dict.fromkeys(["cannot", "can't", "never", "lacks", "fails", "hasn't", "haven't"], None),
+_SOURCE_LINKS = frozenset(["of", "in", "within", "from", "among", "throughout", "one"])
+_QUANTIFIERS = frozenset(["none", "neither", "nothing", "nowhere", "not", "one"])
+#: Words that cannot be a modifier inside a source noun phrase: verbs and function words.
+_NOT_MODIFIERS = FUNCTION_WORDS | frozenset(["said", "says", "shall"])
+_SOURCE_POST = frozenset(
+    ["provided", "given", "supplied", "above", "below", "here", "retrieved", "shown", "shared",
+     "quoted", "listed", "available", "you", "i", "we", "have", "that", "which", "me", "us",
+     "from", "of", "in", "the", "this", "these", "question", "at", "hand", "excerpt"]
+)  # fmt: skip
+_SOURCE_ADVERBS = frozenset(word for adverb in ADVERBS for word in adverb.split())
+#: Verbs opening a negation, and the words one of which must follow (``None``: nothing needed).
+_NEEDS_NOT = frozenset(["not", "never", "n't", "seem", "seems", "appear", "appears", "silent"])
+_NEEDS_NONE = frozenset(["no", "nothing", "little", "not", "none", "zero", "absolutely"])
+_SOURCE_NEGATIONS: dict[str, frozenset[str] | None] = {
+    **dict.fromkeys(
+        [
+            "does",
+            "do",
+            "did",
+            "is",
+            "are",
+            "was",
+            "were",
+            "can",
+            "could",
+            "will",
+            "would",
+            "may",
+            "might",
+            "has",
+            "have",
+            "had",
+            "remains",
+            "remain",
+            "seems",
+            "seem",
+            "appears",
+            "appear",
+        ],
+        _NEEDS_NOT | _NEEDS_NONE,
+    ),
+    **dict.fromkeys(
+        [
+            "makes",
+            "make",
+            "made",
+            "provides",
+            "provide",
+            "contains",
+            "contain",
+            "gives",
+            "give",
+            "offers",
+            "offer",
+            "mentions",
+            "mention",
+            "says",
+            "say",
+            "holds",
+            "hold",
+            "includes",
+            "include",
+            "lists",
+            "list",
+            "bears",
+            "yields",
+        ],
+        _NEEDS_NONE,
+    ),
+    **dict.fromkeys(
+        [
+            "doesn't",
+            "don't",
+            "didn't",
+            "isn't",
+            "aren't",
+            "wasn't",
+            "weren't",
+            "cannot",
+            "can't",
+            "never",
+            "lacks",
+            "lack",
+            "fails",
+            "failed",
+            "hasn't",
+            "haven't",
+            "won't",
+            "wouldn't",
+            "omits",
+            "omit",
+        ],
+        None,
+    ),
 }
 
 
 def _could_be_source_negation(norm: str) -> bool:
-    """Whether ``norm`` is, or could still grow into, "<source> <negation> ..."."""
+    """Whether ``norm`` is, or could still grow into, "<source phrase> <negation> ..."."""
     words = norm.split(" ")
-    state = "start"  # start -> modifiers -> source -> verb -> (needs a word) -> done
-    needed: str | None = None
+    state = "start"  # start -> phrase -> head -> verb -> done
+    needed: frozenset[str] | None = None
+    modifiers = 0
     for i, word in enumerate(words):
         last = i == len(words) - 1
+        word = word.strip(",;:()[]\"'")
 
         def fits(options: Iterable[str], word: str = word, last: bool = last) -> bool:
             return any(o == word or (last and o.startswith(word)) for o in options)
 
-        if state in ("start", "modifiers"):
-            if fits(_SOURCE_WORDS) and not (last and fits(_SOURCE_MODIFIERS)):
-                state = "source"
-            elif fits(_SOURCE_MODIFIERS) or fits(_SOURCE_WORDS):
-                state = "modifiers"
+        if state in ("start", "phrase"):
+            if fits(_SOURCE_WORDS):
+                state = "head" if not (last and fits(_SOURCE_OPENERS)) else "phrase"
+            elif fits(_SOURCE_OPENERS) or (
+                state == "phrase" and i > 0 and words[i - 1] in _QUANTIFIERS and fits(_SOURCE_LINKS)
+            ):
+                state = "phrase"
+            elif state == "phrase" and modifiers < 3 and word not in _NOT_MODIFIERS:
+                modifiers += 1  # "the provided *financial* statement", "the *10-k* filing"
             else:
                 return False
-        elif state == "source":
+        elif state == "head":
+            if re.fullmatch(r"\d+|[ivx]+|#?\d+", word) or fits(_SOURCE_WORDS):
+                continue  # "paper 2", "text chunks"
+            if fits(_SOURCE_NEGATIONS):
+                if last:
+                    return True
+                needed = _SOURCE_NEGATIONS.get(word)
+                state = "verb" if needed else "done"
+            elif fits(_SOURCE_ADVERBS) or fits(_SOURCE_POST):
+                continue
+            else:
+                return False
+        elif state == "verb":
             if fits(_SOURCE_ADVERBS):
                 continue
-            if not fits(_SOURCE_NEGATIONS):
-                return False
-            if last:
-                return True
-            needed = _SOURCE_NEGATIONS.get(word)
-            state = "verb" if needed else "done"
-        elif state == "verb":
-            if not fits([needed or ""]):
+            if not fits(needed or ()):
                 return False
             state = "done"
         else:  # "<source> does not ...": a decline is under way
@@ -725,11 +1019,57 @@ _STREAM_LEAD_INS = (
     "according to ",
     "after reading ",
     "after reviewing ",
+    "after carefully ",
+    "after checking ",
+    "after examining ",
+    "after looking ",
+    "after going ",
+    "upon ",
+    "looking at ",
+    "judging ",
+    "from what i can ",
     "in the provided ",
     "in the given ",
     "from the provided ",
     "from the given ",
+    "here's the answer",
+    "here is the answer",
+    "however, i must ",
+    "i must ",
+    "please note",
+    "no,",
+    "however,",
+    "but ",
+    "so,",
+    "therefore,",
+    "thus,",
+    "sadly,",
+    "regrettably,",
+    "alas,",
+    "overall,",
+    "in short,",
+    "in summary,",
+    "to be honest,",
 )
+#: A first sentence that says nothing yet ("Sure!", "Thank you for the passages."): what follows
+#: it decides.
+_STREAM_PREAMBLE = re.compile(
+    r"^(?:sure|of course|great question|good question|thank you|thanks|i'd be happy to help|"
+    r"i would be happy to help|i'd be glad to help)\b"
+    r"[^.!?]{0,60}(?:[.!?]+(?: |$)|$)"
+)
+
+
+def _strip_preamble(norm: str) -> tuple[str, bool]:
+    """``norm`` without opening preamble sentences, and whether one is still being written."""
+    for _ in range(3):
+        m = _STREAM_PREAMBLE.match(norm)
+        if m is None:
+            return norm, False
+        if not re.search(r"[.!?]", m.group(0)):
+            return norm, len(norm) <= 70  # "Sure, I'd be happy ..." may still end as a preamble
+        norm = norm[m.end() :].lstrip()
+    return norm, False
 
 
 def could_start_decline(
@@ -740,29 +1080,34 @@ def could_start_decline(
     Used by the streaming sniffer: text is held back while this is true, and released as soon as
     it is false. ``prefix`` is the cleaned text so far (reasoning blocks and labels removed).
     A lead-in such as "Based on the passage," is held until it ends; then what follows decides.
+    An opening preamble ("Sure! ...", "Thank you for the passages.") is skipped once it ends.
     """
     _check_sentinel(sentinel)
     norm = _norm(_clean(prefix)).lstrip(_QUOTES + "*_#>([ ")
     if not norm:
         return True
     sent = _norm(sentinel)
-    candidates = [sent] if strict else [sent, *_DECLINE_OPENINGS]
+    if strict:
+        return sent.startswith(norm) or norm.startswith(sent)
 
     def opens(text: str) -> bool:
-        if any(c.startswith(text) or text.startswith(c) for c in candidates):
+        if any(c.startswith(text) or text.startswith(c) for c in (sent, *_DECLINE_OPENINGS)):
             return True
-        return not strict and _could_be_source_negation(text)
+        return _could_be_source_negation(text)
 
+    norm, pending = _strip_preamble(norm)
+    if pending or not norm:
+        return True
     if opens(norm):
         return True
-    if strict:
-        return False
+    if norm.startswith("no, "):  # "No, the text does not ..." declines unless the question is polar
+        return opens(norm[4:]) if norm[4:] else True
     for lead in _STREAM_LEAD_INS:
         if lead.startswith(norm):
             return True  # the lead-in is still being written
         if norm.startswith(lead):
-            if not re.search(r"[,:]", norm):
-                return True  # "Based on the passage" -- the comma has not come yet
+            if not re.search(r"[,:]", norm) or norm.endswith((",", ":")):
+                return True  # "Based on the passage" -- what follows has not come yet
             core = _lead_stripped(norm)
             return core == "" or (core != norm and opens(core))
     return False

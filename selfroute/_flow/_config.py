@@ -56,7 +56,16 @@ class RouteConfig:
         retrieval_timeout_s: Give up on the retriever after this many seconds and treat it as a
             retrieval failure (escalate or raise per ``on_retrieval_error``). Guards against a
             vector store that accepts connections but never answers (the ``chromadb`` HTTP client
-            has no timeout of its own). ``None`` (default): no limit.
+            has no timeout of its own). It bounds every store call: loading the long context
+            (parent documents) too, and the counterfactual's load (best effort: at most
+            2 s once any time limit is set; pricing then stays unknown). ``None`` (default): no
+            limit.
+        deadline_s: The whole call's time limit, enforced by the drivers across every step
+            (retrieval, each model call, loading the long context, streaming): a step still
+            running when it passes is abandoned (async: cancelled) and the call raises the
+            stage's error (:class:`~selfroute.RetrievalError`, :class:`~selfroute.ModelOutputError`,
+            or :class:`~selfroute.LongContextError` with the partial result), with
+            ``context["deadline_s"]``; it never escalates. ``None`` (default): no limit.
         verdict: How the RAG step declines: ``sentinel`` (the paper's word, default),
             ``structured`` (an ``{answerable, answer}`` object through structured output or tool
             calling; an error if the model cannot) or ``auto`` (structured when the model
@@ -92,6 +101,7 @@ class RouteConfig:
     token_counter: TokenCounter | None = None
     max_question_tokens: int | None = None
     retrieval_timeout_s: float | None = None
+    deadline_s: float | None = None
     verdict: VerdictMode | str = VerdictMode.SENTINEL
     k_ladder: tuple[int, ...] = ()
     pre_route: PreRoute | None = None
@@ -137,13 +147,17 @@ class RouteConfig:
             raise ConfigurationError(
                 f"long_context_window must be a positive integer or None, got {self.long_context_window!r}"
             )
-        timeout = self.retrieval_timeout_s
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
-        ):
-            raise ConfigurationError(
-                f"retrieval_timeout_s must be a positive number or None, got {timeout!r}"
-            )
+        for name in ("retrieval_timeout_s", "deadline_s"):
+            timeout = getattr(self, name)
+            if timeout is not None and (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float))
+                or not timeout > 0
+                or timeout != timeout
+            ):
+                raise ConfigurationError(
+                    f"{name} must be a positive number or None, got {timeout!r}"
+                )
         if not isinstance(self.answer_tokens, int) or self.answer_tokens < 0:
             raise ConfigurationError(f"answer_tokens must be >= 0, got {self.answer_tokens!r}")
         for name in ("overflow", "on_rag_error", "on_retrieval_error"):

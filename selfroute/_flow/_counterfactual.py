@@ -2,7 +2,9 @@
 
 Loads the long context only to count it (``LoadLongContext(purpose="counterfactual")``); the
 result's ``long_context_tokens`` and ``long_context_cost`` then say what routing saved. Pricing
-never costs the answer: any failure leaves the price unknown.
+never costs the answer: any failure leaves the price unknown, and the document is only counted
+(once per content, the counter remembers it), never fitted: a document over the window is priced
+at the window's capacity.
 
 The RAG step's tokens are the provider's, counted by the model's own tokenizer; the long context
 is counted locally (tiktoken ``o200k_base``), and tokenizers differ (a SmolLM2 or Qwen tokenizer
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from selfroute._flow._fit import fit_long_context
-from selfroute._flow._state import FlowState, Priced, Steps
+from selfroute._flow._fit import count_long_context
+from selfroute._flow._state import COUNTERFACTUAL_TIMEOUT_S, FlowState, Priced, Steps
 from selfroute._flow._steps import LoadLongContext
 from selfroute._result import Stage, StepRecord
 
@@ -71,13 +73,17 @@ def price_always_lc(state: FlowState) -> Steps[Priced]:
         The long context's size and fitting; empty when pricing is off, there is no long
         context, or loading or fitting it failed.
     """
-    if not state.config.counterfactual:
+    cfg = state.config
+    if not cfg.counterfactual:
         return Priced()
+    limited = cfg.retrieval_timeout_s is not None or cfg.deadline_s is not None
+    timeout = state.bound(cfg.retrieval_timeout_s, COUNTERFACTUAL_TIMEOUT_S if limited else None)
     try:
-        docs = yield LoadLongContext(state.question, state.parents_of, purpose="counterfactual")
+        docs = yield LoadLongContext(
+            state.question, state.parents_of, purpose="counterfactual", timeout_s=timeout
+        )
         if docs:
-            retrieved = [p.text for p in state.passages]
-            lc = fit_long_context(state.question, docs, state.config, retrieved)
+            lc = count_long_context(state.question, docs, state.config)
             return Priced(*in_provider_tokens(lc.tokens, state), lc.fitted)
     except Exception:  # pricing must never cost the answer
         pass

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
+import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from selfroute._errors import SelfRouteError
 from selfroute._flow._steps import (
@@ -31,9 +33,11 @@ from selfroute._flow._steps import (
     StepHandler,
 )
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._result import Passage, Reason, Route, RouteResult, Stage
+from selfroute._result import Reason, Route, RouteResult, Stage
 from selfroute._streaming import SentinelSniffer
 from selfroute._usage import Usage
+
+T = TypeVar("T")
 
 __all__ = [
     "FlowEvent",
@@ -187,44 +191,122 @@ def _timed(gen: Any, t0: float) -> Any:
     return replace(gen, latency_s=time.perf_counter() - t0) if isinstance(gen, Generation) else gen
 
 
-def _retrieval_timeout(step: Retrieve) -> TimeoutError:
-    return TimeoutError(f"the retriever did not answer within {step.timeout_s:g}s")
+def _timeout(what: str, timeout_s: float) -> TimeoutError:
+    return TimeoutError(f"{what} did not answer within {timeout_s:g}s")
 
 
-def _retrieve(handler: StepHandler, step: Retrieve) -> Sequence[Passage]:
-    """``handler.retrieve(step)``, abandoned after ``step.timeout_s`` (the call keeps running in
-    a daemon thread; a hung socket cannot be interrupted from outside)."""
-    if step.timeout_s is None:
-        return handler.retrieve(step)
+def _what(step: Step) -> str:
+    if isinstance(step, Retrieve):
+        return "the retriever"
+    if isinstance(step, LoadLongContext):
+        return "the long-context loader"
+    return "the model"
+
+
+def _bounded(call: Callable[[], T], timeout_s: float | None, what: str) -> T:
+    """``call()``, abandoned after ``timeout_s`` (it keeps running in a daemon thread: a hung
+    socket cannot be interrupted from outside)."""
+    if timeout_s is None:
+        return call()
     box: dict[str, Any] = {}
     done = threading.Event()
     context = contextvars.copy_context()  # callbacks and tracing see the caller's context
 
     def run() -> None:
         try:
-            box["value"] = context.run(handler.retrieve, step)
+            box["value"] = context.run(call)
         except BaseException as exc:  # handed over to the caller's thread
             box["error"] = exc
         finally:
             done.set()
 
-    threading.Thread(target=run, name="selfroute-retrieve", daemon=True).start()
-    if not done.wait(step.timeout_s):
-        raise _retrieval_timeout(step)
+    threading.Thread(target=run, name="selfroute-step", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise _timeout(what, timeout_s)
     if "error" in box:
         raise box["error"]
-    result: Sequence[Passage] = box["value"]
+    result: T = box["value"]
     return result
 
 
-async def _aretrieve(handler: AsyncStepHandler, step: Retrieve) -> Sequence[Passage]:
-    """``await handler.aretrieve(step)``, cancelled after ``step.timeout_s``."""
-    if step.timeout_s is None:
-        return await handler.aretrieve(step)
+def _bounded_stream(
+    chunks: Iterable[GenerationChunk], timeout_s: float | None
+) -> Iterator[GenerationChunk]:
+    """``chunks``, all of them within ``timeout_s`` (read by a daemon thread; on time-out the
+    thread closes the stream at its next chunk, which closes the HTTP response)."""
+    if timeout_s is None:
+        yield from chunks
+        return
+    deadline = time.perf_counter() + timeout_s
+    pipe: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        iterator = iter(chunks)
+        try:
+            for chunk in iterator:
+                if stop.is_set():
+                    break
+                pipe.put(("chunk", chunk))
+            pipe.put(("end", None))
+        except BaseException as exc:  # handed over to the caller's thread
+            pipe.put(("error", exc))
+        finally:
+            close = getattr(iterator, "close", None)
+            if callable(close):
+                close()
+
+    threading.Thread(target=context.run, args=(run,), name="selfroute-stream", daemon=True).start()
     try:
-        return await asyncio.wait_for(handler.aretrieve(step), step.timeout_s)
+        while True:
+            try:
+                kind, item = pipe.get(timeout=max(0.0, deadline - time.perf_counter()))
+            except queue.Empty:
+                raise _timeout("the model", timeout_s) from None
+            if kind == "end":
+                return
+            if kind == "error":
+                raise item
+            yield item
+    finally:
+        stop.set()
+
+
+async def _abounded(call: Awaitable[T], timeout_s: float | None, what: str) -> T:
+    """``await call``, cancelled after ``timeout_s``."""
+    if timeout_s is None:
+        return await call
+    try:
+        return await asyncio.wait_for(call, timeout_s)
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        raise _retrieval_timeout(step) from None
+        raise _timeout(what, timeout_s) from None
+
+
+async def _abounded_stream(
+    chunks: AsyncIterator[GenerationChunk], timeout_s: float | None
+) -> AsyncIterator[GenerationChunk]:
+    """``chunks``, all of them within ``timeout_s`` (the stream is closed on time-out)."""
+    if timeout_s is None:
+        async for chunk in chunks:
+            yield chunk
+        return
+    deadline = time.perf_counter() + timeout_s
+    iterator = chunks.__aiter__()
+    try:
+        while True:
+            left = max(0.0, deadline - time.perf_counter())
+            try:
+                chunk = await asyncio.wait_for(iterator.__anext__(), left)
+            except StopAsyncIteration:
+                return
+            except asyncio.TimeoutError:
+                raise _timeout("the model", timeout_s) from None
+            yield chunk
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class _ThreadSpeculation:
@@ -268,13 +350,15 @@ class _ThreadSpeculation:
                 close()  # a generator's close closes the HTTP response under it
         return collected.generation()
 
-    def settle(self, cancel: bool) -> Any:
+    def settle(self, cancel: bool, timeout_s: float | None = None) -> Any:
         if cancel:
             self.cancelled.set()
             if self.done.is_set() and "error" not in self.box:
                 return _timed(self.box["value"], self.t0)
             return None
-        self.done.wait()
+        if not self.done.wait(timeout_s):
+            self.cancelled.set()
+            raise _timeout("the model", timeout_s or 0.0)
         if "error" in self.box:
             raise self.box["error"]
         return _timed(self.box["value"], self.t0)
@@ -287,14 +371,14 @@ class _TaskSpeculation:
         self.t0 = time.perf_counter()
         self.task: asyncio.Future[Generation] = asyncio.ensure_future(handler.agenerate(step))
 
-    async def settle(self, cancel: bool) -> Any:
+    async def settle(self, cancel: bool, timeout_s: float | None = None) -> Any:
         task = self.task
         if cancel:
             if task.done() and not task.cancelled() and task.exception() is None:
                 return _timed(task.result(), self.t0)
             task.cancel()
             return None
-        return _timed(await task, self.t0)
+        return _timed(await _abounded(task, timeout_s, "the model"), self.t0)
 
 
 def drive(
@@ -320,21 +404,25 @@ def drive(
         t0 = time.perf_counter()
         try:
             if isinstance(step, Retrieve):
-                send = _retrieve(handler, step)
+                send = _bounded(
+                    functools.partial(handler.retrieve, step), step.timeout_s, _what(step)
+                )
             elif isinstance(step, LoadLongContext):
-                send = handler.load_long_context(step)
+                load = functools.partial(handler.load_long_context, step)
+                send = _bounded(load, step.timeout_s, _what(step))
             elif isinstance(step, Speculate):
                 send = _ThreadSpeculation(handler, step.generate)
             elif isinstance(step, Settle):
-                send = step.handle.settle(step.cancel)
+                send = step.handle.settle(step.cancel, step.timeout_s)
             elif isinstance(step, Generate):
                 if stream:
                     state.start(step)
-                    for chunk in handler.stream(step):
+                    for chunk in _bounded_stream(handler.stream(step), step.timeout_s):
                         yield from state.feed(step, chunk)
                     gen = state.generation()
                 else:
-                    gen = handler.generate(step)
+                    call = functools.partial(handler.generate, step)
+                    gen = _bounded(call, step.timeout_s, _what(step))
                 send = _timed(gen, t0)
             else:  # pragma: no cover - defensive
                 raise SelfRouteError(f"unknown step {step!r}")
@@ -365,23 +453,25 @@ async def adrive(
             t0 = time.perf_counter()
             try:
                 if isinstance(step, Retrieve):
-                    send = await _aretrieve(handler, step)
+                    send = await _abounded(handler.aretrieve(step), step.timeout_s, _what(step))
                 elif isinstance(step, LoadLongContext):
-                    send = await handler.aload_long_context(step)
+                    load = handler.aload_long_context(step)
+                    send = await _abounded(load, step.timeout_s, _what(step))
                 elif isinstance(step, Speculate):
                     send = _TaskSpeculation(handler, step.generate)
                     speculations.append(send)
                 elif isinstance(step, Settle):
-                    send = await step.handle.settle(step.cancel)
+                    send = await step.handle.settle(step.cancel, step.timeout_s)
                 elif isinstance(step, Generate):
                     if stream:
                         state.start(step)
-                        async for chunk in handler.astream(step):
+                        async for chunk in _abounded_stream(handler.astream(step), step.timeout_s):
                             for ev in state.feed(step, chunk):
                                 yield ev
                         gen = state.generation()
                     else:
-                        gen = await handler.agenerate(step)
+                        call = handler.agenerate(step)
+                        gen = await _abounded(call, step.timeout_s, _what(step))
                     send = _timed(gen, t0)
                 else:  # pragma: no cover - defensive
                     raise SelfRouteError(f"unknown step {step!r}")

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from selfroute._fitting import ContextDocument, FittedContext, fit_context
+from selfroute._fitting import ContextDocument, FittedContext, fit_context, size_context
 from selfroute._flow._config import RouteConfig
 
-__all__ = ["LongContextPrompt", "fit_long_context"]
+__all__ = ["LongContextPrompt", "count_long_context", "fit_long_context"]
 
 
 class LongContextPrompt(NamedTuple):
@@ -30,6 +30,15 @@ class LongContextPrompt(NamedTuple):
     tokens: int
 
 
+def _room(question: str, config: RouteConfig) -> tuple[int, int | None]:
+    """The long-context prompt's template overhead in tokens, and the tokens left in the window
+    for the context (``None``: no window)."""
+    prompt = config.prompts.long_context_prompt(question, "", grounded=config.grounded)
+    overhead = config.counter.count(prompt)
+    window = config.long_context_window
+    return overhead, None if window is None else window - overhead - config.answer_tokens
+
+
 def fit_long_context(
     question: str,
     docs: Sequence[ContextDocument | str],
@@ -42,11 +51,8 @@ def fit_long_context(
         The fitted context, the prompt, and the prompt's token count (template overhead plus the
         fitted context).
     """
-    counter = config.counter
-    prompts = config.prompts
-    overhead = counter.count(prompts.long_context_prompt(question, "", grounded=config.grounded))
-    window = config.long_context_window
-    available = None if window is None else window - overhead - config.answer_tokens
+    counter, prompts, window = config.counter, config.prompts, config.long_context_window
+    overhead, available = _room(question, config)
     fitted = fit_context(
         docs,
         question=question,
@@ -59,3 +65,25 @@ def fit_long_context(
     )
     prompt = prompts.long_context_prompt(question, fitted.text, grounded=config.grounded)
     return LongContextPrompt(fitted, prompt, overhead + fitted.tokens)
+
+
+def count_long_context(
+    question: str, docs: Sequence[ContextDocument | str], config: RouteConfig
+) -> LongContextPrompt:
+    """What :func:`fit_long_context` would send, sized without fitting (to price always-LC).
+
+    A document that fits is counted once, exactly; one that does not is priced at the window's
+    capacity (see :func:`~selfroute._fitting.size_context`) and never chunked or ranked: pricing
+    must not cost more than the answer. The prompt is only built when the context fits.
+    """
+    counter, prompts = config.counter, config.prompts
+    overhead, available = _room(question, config)
+    sized = size_context(
+        docs, available_tokens=available, strategy=config.overflow, counter=counter
+    )
+    prompt = (
+        prompts.long_context_prompt(question, sized.text, grounded=config.grounded)
+        if not sized.truncated
+        else ""
+    )
+    return LongContextPrompt(sized, prompt, overhead + sized.tokens)

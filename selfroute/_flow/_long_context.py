@@ -66,10 +66,12 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
     try:
         gen = yield from call
     except Exception as exc:
+        late = _late(state)
         raise LongContextError(
-            f"long-context model call failed: {redact_exception(exc)}{_after(state)}",
+            f"long-context model call failed{late}: {redact_exception(exc)}{_after(state)}",
             partial=_partial(state, priced),
             question=state.question,
+            deadline_s=state.config.deadline_s if late else None,
         ) from exc
     if not clean_answer(gen.text) and gen.structured is None:
         # an empty reply is a failure, not "not found in the documents"
@@ -81,6 +83,12 @@ def long_context(state: FlowState) -> Steps[RouteResult]:
             question=state.question,
         )
     return build_result(*classify_long_context(state, gen, lc))
+
+
+def _late(state: FlowState) -> str:
+    """`` (the call's deadline ... passed)`` when it has, for a long-context error; else ``""``."""
+    why = state.out_of_time()
+    return f" ({why})" if why else ""
 
 
 def _after(state: FlowState) -> str:
@@ -102,18 +110,22 @@ def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
     reason = state.reason
     assert reason is not None
     try:
-        docs = yield LoadLongContext(q, state.parents_of, purpose="answer")
+        timeout = state.bound(state.config.retrieval_timeout_s)
+        docs = yield LoadLongContext(q, state.parents_of, purpose="answer", timeout_s=timeout)
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # a loader fault after the RAG step must keep the partial result
+        late = _late(state)
         if state.retrieval_failed:
             raise RetrievalError(
-                "retrieval failed and the long context could not be loaded: "
+                f"retrieval failed and the long context could not be loaded{late}: "
                 f"{redact_exception(exc)}",
                 question=q,
             ) from exc
         raise LongContextError(
-            f"loading the long context failed: {redact_exception(exc)}", partial=_partial(state)
+            f"loading the long context failed{late}: {redact_exception(exc)}",
+            partial=_partial(state),
+            deadline_s=state.config.deadline_s if late else None,
         ) from exc
     if not docs:
         if state.retrieval_failed:
@@ -133,8 +145,14 @@ def load_long_context(state: FlowState) -> Steps[LongContextPrompt]:
 def long_context_call(state: FlowState, lc: LongContextPrompt) -> Steps[Generation]:
     """Run the long-context model on the fitted prompt."""
     cfg = state.config
-    gen = yield Generate(Stage.LONG_CONTEXT, lc.prompt, state.question, grounded=cfg.grounded)
-    return expect_generation(gen)
+    step = Generate(
+        Stage.LONG_CONTEXT,
+        lc.prompt,
+        state.question,
+        grounded=cfg.grounded,
+        timeout_s=state.bound(),
+    )
+    return expect_generation((yield step))
 
 
 def classify_long_context(
@@ -155,7 +173,7 @@ def classify_long_context(
     quotes: list[str] = []
     if cfg.grounded:
         text, quotes = split_quotes(text)
-    verdict = parse_verdict(text, sentinel=sentinel)
+    verdict = parse_verdict(text, sentinel=sentinel, question=state.question)
     grounding: Grounding | None = None
     abstention: Abstention | None = None
     unverified: str | None = None

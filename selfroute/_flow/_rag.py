@@ -122,13 +122,14 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
             answered with something other than a :class:`~selfroute.Generation`.
     """
     cfg = state.config
-    step = rag_step(state.question, passages, cfg)
+    step = replace(rag_step(state.question, passages, cfg), timeout_s=state.bound())
     state = state.evolve(passages=passages)
     try:
         answer = yield step
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a ModelOutputError raised by the adapter
+        state.check_time(exc, ModelOutputError, "the RAG-step model call")
         if cfg.on_rag_error is OnError.RAISE:
             if isinstance(exc, ModelOutputError):
                 raise
@@ -172,14 +173,19 @@ def classify_rag(
     """Classify one RAG-step output (structured or text) and, in grounded mode, check its quotes
     against ``passages``."""
     sentinel = cfg.prompts.sentinel
+    question = step.question  # "No, ..." answers a yes/no question; see parse_verdict
     quotes: list[str] = []
     structured = gen.structured is not None or gen.structured_error is not None
     if gen.structured is None and gen.structured_error is not None:
-        verdict = parse_verdict(gen.text or "", sentinel=sentinel, strict=cfg.strict)
+        verdict = parse_verdict(
+            gen.text or "", sentinel=sentinel, strict=cfg.strict, question=question
+        )
         if verdict.answered:  # not the object asked for: garbled, fail safe
             verdict = Verdict(kind=VerdictKind.GARBLED, answer=verdict.answer)
     elif gen.structured is not None:
-        verdict = parse_structured_verdict(gen.structured, sentinel=sentinel, strict=cfg.strict)
+        verdict = parse_structured_verdict(
+            gen.structured, sentinel=sentinel, strict=cfg.strict, question=question
+        )
         raw_quotes = gen.structured.get("quotes")
         if isinstance(raw_quotes, (list, tuple)):
             quotes = [q for q in raw_quotes if isinstance(q, str)]
@@ -187,9 +193,9 @@ def classify_rag(
         text = gen.text or ""
         if step.grounded:
             body, quotes = split_quotes(text)
-            verdict = parse_verdict(body, sentinel=sentinel, strict=cfg.strict)
+            verdict = parse_verdict(body, sentinel=sentinel, strict=cfg.strict, question=question)
         else:
-            verdict = parse_verdict(text, sentinel=sentinel, strict=cfg.strict)
+            verdict = parse_verdict(text, sentinel=sentinel, strict=cfg.strict, question=question)
     if not verdict.answered:
         reason = _REASON_BY_KIND[verdict.kind]
         return RagVerdict(False, verdict.answer, verdict, reason, structured=structured)

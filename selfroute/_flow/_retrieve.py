@@ -33,10 +33,11 @@ def retrieve(state: FlowState) -> Steps[FlowState]:
     deepest = cfg.rungs[-1]
     retrieved: Any = None
     try:
-        retrieved = yield Retrieve(state.question, deepest, cfg.retrieval_timeout_s)
+        retrieved = yield Retrieve(state.question, deepest, state.bound(cfg.retrieval_timeout_s))
     except CALLER_ERRORS:
         raise
     except Exception as exc:  # includes a RetrievalError raised by a store: same policy
+        state.check_time(exc, RetrievalError, "retrieval")
         if cfg.on_retrieval_error is OnError.RAISE:
             if isinstance(exc, RetrievalError):
                 raise

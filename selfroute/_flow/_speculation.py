@@ -46,7 +46,10 @@ def start_speculation(state: FlowState) -> Steps[FlowState]:
     if top is None or top >= cfg.speculate_below:
         return state
     try:
-        docs = yield LoadLongContext(state.question, state.parents_of, purpose="answer")
+        timeout = state.bound(cfg.retrieval_timeout_s)
+        docs = yield LoadLongContext(
+            state.question, state.parents_of, purpose="answer", timeout_s=timeout
+        )
     except CALLER_ERRORS:
         raise
     except Exception:  # no speculation; the LC path loads (and reports) it again
@@ -108,4 +111,4 @@ def settle_speculation(state: FlowState) -> Steps[Generation]:
     """
     spec = state.speculation
     assert spec is not None
-    return expect_generation((yield Settle(spec.handle)))
+    return expect_generation((yield Settle(spec.handle, timeout_s=state.bound())))

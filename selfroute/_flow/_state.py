@@ -44,6 +44,9 @@ __all__ = [
     "warn_escalation",
 ]
 
+#: The counterfactual's load is best effort: at most this long once any time limit is set.
+COUNTERFACTUAL_TIMEOUT_S = 2.0
+
 logger = logging.getLogger("selfroute")
 
 T = TypeVar("T")
@@ -107,6 +110,35 @@ class FlowState:
     def counter(self) -> TokenCounter:
         """The token counter in use."""
         return self.config.counter
+
+    def time_left(self) -> float | None:
+        """Seconds left of ``deadline_s`` (never negative), or ``None`` without a deadline."""
+        deadline = self.config.deadline_s
+        if deadline is None:
+            return None
+        return max(0.0, self.started + deadline - time.perf_counter())
+
+    def bound(self, *limits: float | None) -> float | None:
+        """The tightest of ``limits`` and what is left of the deadline (``None``: no limit)."""
+        known = [x for x in (*limits, self.time_left()) if x is not None]
+        return min(known) if known else None
+
+    def out_of_time(self) -> str | None:
+        """Why the call must stop now (its deadline passed), or ``None``."""
+        left = self.time_left()
+        if left is None or left > 0:
+            return None
+        return f"the call's deadline (deadline_s={self.config.deadline_s:g}) passed"
+
+    def check_time(self, exc: BaseException, error: type[SelfRouteError], during: str) -> None:
+        """Raise ``error`` (from ``exc``) naming the stage if the deadline has passed: a step
+        that failed out of time is not escalated (there is no time left to)."""
+        if why := self.out_of_time():
+            raise error(
+                f"{why} during {during}: {redact_exception(exc)}",
+                question=self.question,
+                deadline_s=self.config.deadline_s,
+            ) from exc
 
     def evolve(self, **changes: Any) -> FlowState:
         """A copy with ``changes`` applied (``dataclasses.replace`` without re-running

@@ -7,7 +7,7 @@ speculative call); a handler (an adapter) answers it. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from selfroute._fitting import ContextDocument
@@ -93,6 +93,8 @@ class Generate:
         k: For the RAG stage: how many chunks the prompt shows (one step per k-ladder rung).
         speculative: A long-context call started alongside the RAG step (inside a
             :class:`Speculate`); it may be cancelled.
+        timeout_s: The drivers give up on the call after this many seconds (what is left of
+            the call's ``deadline_s``; ``None``: no limit).
     """
 
     stage: Stage
@@ -104,6 +106,7 @@ class Generate:
     grounded: bool = False
     k: int | None = None
     speculative: bool = False
+    timeout_s: float | None = field(default=None, compare=False)
 
     @property
     def hold(self) -> bool:
@@ -123,11 +126,14 @@ class LoadLongContext:
         question: The question.
         passages: The retrieved chunks (the parents of these are the usual long context).
         purpose: ``answer`` (the LC call will run) or ``counterfactual`` (only to price always-LC).
+        timeout_s: The drivers give up on the loader after this many seconds (the store
+            timeout, or what is left of the deadline; ``None``: no limit).
     """
 
     question: str
     passages: tuple[Passage, ...]
     purpose: str = "answer"
+    timeout_s: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -146,10 +152,11 @@ class Speculate:
 class Settle:
     """Settle a speculative call: wait for its :class:`Generation` (``cancel=False``), or cancel
     it (``cancel=True``: the driver answers with the ``Generation`` if it had already finished,
-    else ``None``)."""
+    else ``None``). ``timeout_s``: give up waiting after this many seconds (``None``: wait)."""
 
     handle: Any
     cancel: bool = False
+    timeout_s: float | None = field(default=None, compare=False)
 
 
 Step = Retrieve | Generate | LoadLongContext | Speculate | Settle

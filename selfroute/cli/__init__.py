@@ -125,6 +125,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(stats, "stats")
     stats.set_defaults(func=_run("stats"))
 
+    migrate = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="copy the collection (documents, chunks, embeddings, BM25 index) to a Chroma server",
+        description="Copy the store's collection -- every committed document, its chunks with "
+        "their embeddings (nothing is embedded again) and the BM25 index -- to a `chroma run` "
+        "server; then use it with --chroma-url URL. Re-running completes an interrupted copy.",
+        epilog=_EPILOG,
+    )
+    migrate.add_argument(
+        "--to-server", required=True, metavar="URL", help="the Chroma server (http://host:port)"
+    )
+    migrate.add_argument(
+        "--to-collection", metavar="NAME", help="collection name there (default: the same)"
+    )
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(migrate, "migrate")
+    migrate.set_defaults(func=_run("migrate"))
+
     _register_eval(sub)
 
     from selfroute.cli._calibrate import add_parser as add_calibrate

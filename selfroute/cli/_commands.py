@@ -40,7 +40,15 @@ from selfroute.cli._output import (
 from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
 
-__all__ = ["policies", "run_ask", "run_chat", "run_index", "run_stats", "settings_for"]
+__all__ = [
+    "policies",
+    "run_ask",
+    "run_chat",
+    "run_index",
+    "run_migrate",
+    "run_stats",
+    "settings_for",
+]
 
 _EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 
@@ -112,11 +120,41 @@ def run_index(args: argparse.Namespace) -> int:
 def run_stats(args: argparse.Namespace) -> int:
     """``selfroute stats``."""
     settings = settings_for(args, "stats")
-    stats = _store(settings).stats(documents=args.documents)
+    progress = Progress(settings.progress)
+    try:
+        stats = _store(settings).stats(documents=args.documents, progress=progress.count)
+    finally:
+        progress.close()
     if args.json:
         _print_json(stats.to_dict(), sys.stdout)
     else:
         print(printable(format_stats(stats)))
+    return 0
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    """``selfroute migrate --to-server URL``."""
+    from selfroute.stores._migrate import copy_collection
+
+    settings = settings_for(args, "migrate")
+    source = _store(settings)
+    target = DocumentStore(
+        settings.store, args.to_collection or settings.collection, chroma_url=args.to_server
+    )
+    progress = Progress(settings.progress)
+    try:
+        report = copy_collection(source, target, progress=progress.count)
+    finally:
+        progress.close()
+    if args.json:
+        _print_json(report.to_dict(), sys.stdout)
+    else:
+        print(
+            f"copied {report.documents:,} documents and {report.chunks:,} chunks from "
+            f"{report.source} to {report.target}; BM25 index {report.bm25}\n"
+            f"use it with: --chroma-url {target.chroma_url} --collection "
+            f"{target.collection_name} --store {settings.store}"
+        )
     return 0
 
 
@@ -141,6 +179,8 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
         "strict": settings.strict,
         "overflow": settings.overflow,
         "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
+        "retrieval_timeout_s": settings.retrieval_timeout,
+        "deadline_s": settings.deadline,
         "max_question_tokens": settings.max_question_tokens,
     }
     currency = "USD"
@@ -292,7 +332,12 @@ def _stream_events(session: _Session, question: str) -> Iterator[tuple[str, Any]
 def _answer(session: _Session, question: str, args: argparse.Namespace, out: TextIO) -> RouteResult:
     """Answer one question and print it; returns the result."""
     if not args.stream:
-        result: RouteResult = session.route.invoke(question).result
+        waiting = Progress("never" if args.json else "auto")
+        waiting.status("selfroute: retrieving and asking the model...")
+        try:
+            result: RouteResult = session.route.invoke(question).result
+        finally:
+            waiting.close()
         if args.json:
             _print_json(_payload(result, session), out)
         else:

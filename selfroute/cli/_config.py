@@ -159,7 +159,7 @@ class Setting:
         return self.toml_key or self.name
 
 
-_STORE = ("index", "ask", "chat", "stats")
+_STORE = ("index", "ask", "chat", "stats", "migrate")
 _QUERY = ("ask", "chat")
 
 #: Every setting of the command line.
@@ -172,7 +172,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
     Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",)),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
-    Setting("progress", "--progress", _text, "auto", "progress bar on stderr: auto (only on a terminal), always, never", ("index",), choices=("auto", "always", "never")),
+    Setting("progress", "--progress", _text, "auto", "progress on stderr: auto (only on a terminal), always, never", ("index", "stats", "migrate"), choices=("auto", "always", "never")),
     Setting("retrieval", "--retrieval", _text, "hybrid", "hybrid (dense + BM25 fused by RRF), dense or bm25", _QUERY, choices=("hybrid", "dense", "bm25")),
     Setting("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N"),
     Setting("model", "--model", _text, "openai:gpt-4o-mini", "RAG-step model: openai:NAME, google:NAME, or NAME with --base-url", _QUERY, metavar="SPEC"),
@@ -182,6 +182,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("temperature", "--temperature", _non_negative_float, 0.0, "sampling temperature of both models", _QUERY, metavar="T"),
     Setting("timeout", "--timeout", _positive_float, 120.0, "seconds per model call", _QUERY, metavar="S"),
     Setting("max_retries", "--max-retries", _non_negative_int, 2, "retries of a failed model call", _QUERY, metavar="N"),
+    Setting("retrieval_timeout", "--retrieval-timeout", _positive_float, 30.0, "seconds per store call (retrieval, loading the documents); a store that does not answer is a store error", _QUERY, metavar="S"),
+    Setting("deadline", "--deadline", _positive_float, None, "seconds for the whole question, across every step (retrieval, both model calls, streaming); past it the question fails", _QUERY, metavar="S", default_doc="none"),
     Setting("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
     Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),

@@ -417,7 +417,8 @@ def format_session(stats: RouteStats, *, failed: int = 0) -> str:
 
 
 class Progress:
-    """A tqdm progress bar of files (with chunks and rate) on stderr, or nothing.
+    """Progress on stderr wherever a user waits: finding files, the per-file bar (with chunks and
+    rate), the BM25 update, and page-by-page scans (``stats``, ``migrate``) -- or nothing.
 
     Args:
         mode: ``auto`` (only when stderr is a terminal), ``always`` or ``never``.
@@ -429,18 +430,37 @@ class Progress:
         isatty = getattr(self.stream, "isatty", lambda: False)
         self.enabled = mode == "always" or (mode == "auto" and bool(isatty()))
         self._bar: Any = None
+        self._counters: dict[str, Any] = {}
         self._chunks = 0
         self._started = time.perf_counter()
+
+    def _tqdm(self, **kwargs: Any) -> Any:
+        from tqdm import tqdm
+
+        return tqdm(file=self.stream, dynamic_ncols=True, **kwargs)
+
+    def status(self, text: str) -> None:
+        """A one-line status (``finding files...``), replaced by what comes next."""
+        if self.enabled:
+            self.stream.write(f"\r\x1b[2K{text}")
+            self.stream.flush()
 
     def __call__(self, event: str, info: Mapping[str, Any]) -> None:
         """The ``progress`` callback of :meth:`DocumentStore.index`."""
         if not self.enabled:
             return
-        if event == "files":
-            from tqdm import tqdm
-
-            self._bar = tqdm(
-                total=int(info["total"]), unit="file", file=self.stream, dynamic_ncols=True
+        if event == "discover":
+            self.status("selfroute: finding files...")
+        elif event == "files":
+            self.status("")
+            self._bar = self._tqdm(total=int(info["total"]), unit="file")
+        elif event == "bm25":
+            self.close()
+            count = int(info["chunks"])
+            self.status(
+                "selfroute: rebuilding the BM25 index from every chunk..."
+                if count < 0
+                else f"selfroute: adding {count:,} chunks to the BM25 index..."
             )
         elif self._bar is None:
             return
@@ -451,6 +471,15 @@ class Progress:
             self._bar.update(1)
             self._postfix()
 
+    def count(self, kind: str, n: int) -> None:
+        """Count ``n`` more ``kind`` (records scanned or copied) on a bar of its own."""
+        if not self.enabled:
+            return
+        bar = self._counters.get(kind)
+        if bar is None:
+            bar = self._counters[kind] = self._tqdm(unit=f" {kind}", desc=kind)
+        bar.update(n)
+
     def _postfix(self) -> None:
         elapsed = max(time.perf_counter() - self._started, 1e-9)
         self._bar.set_postfix_str(
@@ -458,7 +487,11 @@ class Progress:
         )
 
     def close(self) -> None:
-        """Remove the bar."""
+        """Remove the bars and the status line."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+        for bar in self._counters.values():
+            bar.close()
+        self._counters.clear()
+        self.status("")

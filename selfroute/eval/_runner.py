@@ -364,10 +364,12 @@ def _top_score(passages: Iterable[Passage]) -> float | None:
     return max(scores) if scores else None
 
 
-def _baseline_answer(session: _Session, record: RunRecord, text: str) -> None:
+def _baseline_answer(session: _Session, record: RunRecord, text: str, question: str) -> None:
     """Set a baseline's prediction and whether it declines (the parser the flow uses)."""
     record.prediction = clean_answer(text)
-    declined = parse_verdict(record.prediction, sentinel=session.config.prompts.sentinel).declined
+    declined = parse_verdict(
+        record.prediction, sentinel=session.config.prompts.sentinel, question=question
+    ).declined
     record.abstained = declined
     record.abstention = "declined" if declined else None
 
@@ -376,7 +378,7 @@ async def _run_lc(session: _Session, item: EvalItem, q: str, record: RunRecord) 
     prompt, context = lc_prompt(item, q, session.config)
     request = ModelRequest(prompt, context, q, item, "lc", Stage.LONG_CONTEXT)
     gen = await session.generate(session.lc_reader, request, record.calls)
-    _baseline_answer(session, record, gen.text)
+    _baseline_answer(session, record, gen.text, q)
 
 
 async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
@@ -386,7 +388,7 @@ async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord)
     prompt, context = rag_only_prompt(session.config.prompts, q, record.retrieved)
     request = ModelRequest(prompt, context, q, item, "rag", Stage.RAG)
     gen = await session.generate(session.reader, request, record.calls)
-    _baseline_answer(session, record, gen.text)
+    _baseline_answer(session, record, gen.text, q)
 
 
 def _flow_config(session: _Session, method: str, k: int) -> RouteConfig:

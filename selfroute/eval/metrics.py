@@ -322,13 +322,16 @@ def longbench_aggregate(scores: Iterable[float]) -> float:
     return round(100 * total / len(values), 2)
 
 
-def declined(prediction: str | None, *, sentinel: str = DEFAULT_SENTINEL) -> bool:
+def declined(
+    prediction: str | None, *, sentinel: str = DEFAULT_SENTINEL, question: str | None = None
+) -> bool:
     """Whether ``prediction`` declines to answer (sentinel or natural refusal).
 
     Empty output does not count as declining here: a system must *say* the text does not contain
-    the answer to get an unanswerable question right.
+    the answer to get an unanswerable question right. ``question``, when given, is passed to
+    :func:`selfroute.parse_verdict` (a "No, ..." answers a yes/no question).
     """
-    verdict = parse_verdict(prediction or "", sentinel=sentinel)
+    verdict = parse_verdict(prediction or "", sentinel=sentinel, question=question)
     return verdict.kind in (VerdictKind.SENTINEL, VerdictKind.REFUSAL)
 
 
@@ -342,6 +345,7 @@ def score_answer(
     all_classes: Sequence[str] | None = None,
     choices: Sequence[str] | None = None,
     sentinel: str = DEFAULT_SENTINEL,
+    question: str | None = None,
 ) -> float:
     """Score one prediction of the eval harness (0..1).
 
@@ -352,7 +356,7 @@ def score_answer(
     if prediction is None:
         return 0.0
     if unanswerable:
-        return float(declined(prediction, sentinel=sentinel))
+        return float(declined(prediction, sentinel=sentinel, question=question))
     if dataset is not None and dataset.strip().lower().removesuffix("_e") in LONGBENCH_METRICS:
         return longbench_score(dataset, prediction, answers, all_classes=all_classes)
     return max_over_answers(metric, prediction, answers, all_classes=all_classes, choices=choices)

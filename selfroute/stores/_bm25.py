@@ -1,9 +1,15 @@
-"""A BM25 index over a collection's chunks, built with ``bm25s`` and persisted beside the store.
+"""A BM25 index over a collection's chunks, searched with ``bm25s`` and persisted beside the store.
 
 The index is saved in a folder named after a *fingerprint* of the committed documents, so a
 reader can tell whether it is current without reading it: if the collection changed (a new or
-removed document), the fingerprint differs and the index is rebuilt. Writes go to a temporary
-folder that is renamed into place, so a crash never leaves a half-written index behind.
+removed document), the fingerprint differs. Writes go to a temporary folder that is renamed into
+place, so a crash never leaves a half-written index behind.
+
+Beside ``bm25s``'s score matrix the folder keeps every row's token ids (``selfroute-tokens.npz``).
+:meth:`BM25Index.updated` then drops the rows of removed documents and tokenizes only the new
+chunks; the score matrix (Okapi BM25, Lucene variant, ``k1=1.5``, ``b=0.75``: ``bm25s``'s
+defaults, so scores match a from-scratch ``bm25s`` index) is recomputed from the token ids with a
+few vectorized NumPy passes, without reading or tokenizing the unchanged chunks again.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,9 @@ from selfroute._errors import MissingDependencyError
 __all__ = ["BM25Index", "fingerprint"]
 
 _IDS_FILE = "selfroute-ids.json"
+_TOKENS_FILE = "selfroute-tokens.npz"
 _FORMAT = 1
+_K1, _B = 1.5, 0.75
 
 
 def fingerprint(doc_ids: Iterable[str], *extra: object) -> str:
@@ -50,6 +58,57 @@ def _tokenizer() -> Any:
     return Tokenizer(lower=True, stopwords="en")
 
 
+def _flatten(rows: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+    import numpy as np
+
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = np.fromiter(
+        (t for r in rows for t in r), dtype=np.int32, count=int(offsets[-1]) if len(rows) else 0
+    )
+    return flat, offsets
+
+
+def _score_matrix(flat: Any, offsets: Any, n_vocab: int) -> dict[str, Any]:
+    """``bm25s``'s CSC score matrix (token x document) from the rows' token ids."""
+    import numpy as np
+
+    n_docs = len(offsets) - 1
+    lengths = np.diff(offsets)
+    avg = float(lengths.mean()) if n_docs else 0.0
+    rows = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+    pairs, tf = np.unique(rows * n_vocab + flat.astype(np.int64), return_counts=True)
+    doc = pairs // n_vocab
+    token = pairs % n_vocab
+    df = np.bincount(token, minlength=n_vocab)
+    idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    tf32 = tf.astype(np.float32)
+    tfc = tf32 / (_K1 * ((1 - _B) + _B * lengths[doc] / avg) + tf32)
+    scores = (idf[token] * tfc).astype(np.float32)
+    order = np.argsort(token, kind="stable")  # documents stay in order within a token
+    indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    return {
+        "data": scores[order],
+        "indices": doc[order].astype(np.int32),
+        "indptr": indptr,
+        "num_docs": n_docs,
+    }
+
+
+def _model(flat: Any, offsets: Any, vocab: dict[str, int]) -> Any:
+    """A ``bm25s.BM25`` over the rows, as ``BM25().index(...)`` would build it."""
+    model = _bm25s().BM25()
+    if "" not in vocab:
+        vocab[""] = max(vocab.values(), default=-1) + 1
+    model.scores = _score_matrix(flat, offsets, max(vocab.values()) + 1)
+    model.vocab_dict = vocab
+    model.unique_token_ids_set = set(vocab.values())
+    model.nonoccurrence_array = None  # the Lucene variant has none
+    return model
+
+
 class BM25Index:
     """Okapi BM25 over chunks (``bm25s``), mapping rows back to chunk ids.
 
@@ -60,11 +119,19 @@ class BM25Index:
         fingerprint: Fingerprint of the documents the index was built from.
     """
 
-    def __init__(self, ids: Sequence[str], model: Any, tokenizer: Any, fingerprint: str) -> None:
+    def __init__(
+        self,
+        ids: Sequence[str],
+        model: Any,
+        tokenizer: Any,
+        fingerprint: str,
+        tokens: tuple[Any, Any] | None = None,
+    ) -> None:
         self.ids = list(ids)
         self.fingerprint = fingerprint
         self._model = model
         self._tokenizer = tokenizer
+        self._tokens = tokens
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -74,14 +141,62 @@ class BM25Index:
         """Index ``texts`` (row ``i`` is chunk ``ids[i]``)."""
         if len(ids) != len(texts):
             raise ValueError("ids and texts must have the same length")
-        bm25s = _bm25s()
+        _bm25s()
         tokenizer = _tokenizer()
         if not texts:
             return cls([], None, tokenizer, fingerprint)
-        tokens = tokenizer.tokenize(list(texts), return_as="tuple", show_progress=False)
-        model = bm25s.BM25()
-        model.index(tokens, show_progress=False)
-        return cls(ids, model, tokenizer, fingerprint)
+        rows = tokenizer.tokenize(list(texts), return_as="ids", show_progress=False)
+        flat, offsets = _flatten(rows)
+        model = _model(flat, offsets, tokenizer.word_to_id)
+        return cls(ids, model, tokenizer, fingerprint, (flat, offsets))
+
+    @property
+    def can_update(self) -> bool:
+        """Whether :meth:`updated` can work from this index (it has its rows' tokens)."""
+        return self._tokens is not None or not self.ids
+
+    def updated(
+        self,
+        keep: Callable[[str], bool],
+        ids: Sequence[str],
+        texts: Sequence[str],
+        fingerprint: str,
+    ) -> BM25Index:
+        """A new index: the rows whose chunk id passes ``keep``, plus ``texts`` as ``ids``.
+
+        Only ``texts`` are tokenized; the score matrix is recomputed from the stored token ids.
+
+        Raises:
+            ValueError: This index has no stored tokens (:attr:`can_update` is false).
+        """
+        import numpy as np
+
+        if len(ids) != len(texts):
+            raise ValueError("ids and texts must have the same length")
+        if not self.ids:
+            return BM25Index.build(ids, texts, fingerprint)
+        if self._tokens is None:
+            raise ValueError("this BM25 index has no stored tokens; rebuild it")
+        flat, offsets = self._tokens
+        mask = np.fromiter((keep(i) for i in self.ids), dtype=bool, count=len(self.ids))
+        lengths = np.diff(offsets)
+        kept_flat = flat[np.repeat(mask, lengths)]
+        kept_lengths = lengths[mask]
+        new_rows = (
+            self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False)
+            if texts
+            else []
+        )
+        new_flat, new_offsets = _flatten(new_rows)
+        all_lengths = np.concatenate([kept_lengths, np.diff(new_offsets)])
+        all_offsets = np.zeros(len(all_lengths) + 1, dtype=np.int64)
+        np.cumsum(all_lengths, out=all_offsets[1:])
+        all_flat = np.concatenate([kept_flat, new_flat]).astype(np.int32)
+        all_ids = [i for i, m in zip(self.ids, mask.tolist(), strict=True) if m] + list(ids)
+        if not all_ids:
+            return BM25Index([], None, self._tokenizer, fingerprint)
+        model = _model(all_flat, all_offsets, self._tokenizer.word_to_id)
+        return BM25Index(all_ids, model, self._tokenizer, fingerprint, (all_flat, all_offsets))
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """The top ``k`` chunk ids with a positive BM25 score, best first."""
@@ -120,6 +235,10 @@ class BM25Index:
                 self._model.save(str(tmp))
                 self._tokenizer.save_vocab(str(tmp))
                 self._tokenizer.save_stopwords(str(tmp))
+            if self._tokens is not None:
+                import numpy as np
+
+                np.savez(tmp / _TOKENS_FILE, flat=self._tokens[0], offsets=self._tokens[1])
             (tmp / _IDS_FILE).write_text(
                 json.dumps({"format": _FORMAT, "fingerprint": self.fingerprint, "ids": self.ids}),
                 encoding="utf-8",
@@ -157,9 +276,17 @@ class BM25Index:
             model = _bm25s().BM25.load(str(folder), mmap=False)
             tokenizer.load_vocab(str(folder))
             tokenizer.load_stopwords(str(folder))
+            tokens = None
+            if (folder / _TOKENS_FILE).is_file():
+                import numpy as np
+
+                with np.load(folder / _TOKENS_FILE) as saved:
+                    tokens = (saved["flat"], saved["offsets"])
+                if len(tokens[1]) != len(ids) + 1:
+                    tokens = None
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        return cls(ids, model, tokenizer, fingerprint)
+        return cls(ids, model, tokenizer, fingerprint, tokens)
 
     @staticmethod
     def saved_fingerprints(base: str | os.PathLike[str]) -> list[str]:

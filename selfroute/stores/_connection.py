@@ -23,6 +23,7 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+from selfroute.stores._journal import writer_lock
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -81,6 +82,53 @@ def _collection_names(client: Any, location: str) -> set[str]:
         raise StoreError(f"cannot list collections at {location}: {exc}") from exc
 
 
+def _get_or_create(
+    client: Any, name: str, *, embedding_function: Any, metadata: dict[str, Any]
+) -> Any:
+    """A cosine collection without Chroma's full-text index of the documents.
+
+    selfroute searches text with its own BM25 index, so Chroma's trigram index (built on every
+    write, about a sixth of the write time) is left out where the Chroma version allows it.
+    """
+    try:
+        from chromadb import FtsIndexConfig, Schema, VectorIndexConfig
+    except ImportError:  # pragma: no cover - Chroma before schemas
+        schema = None
+    else:
+        schema = Schema()
+        schema.delete_index(config=FtsIndexConfig(), key="#document")
+        schema.create_index(
+            config=VectorIndexConfig(space="cosine", embedding_function=embedding_function)
+        )
+    if schema is not None:
+        try:
+            # the schema carries the embedding function (both at once is refused)
+            return client.get_or_create_collection(name, metadata=metadata, schema=schema)
+        except TypeError:  # pragma: no cover - a client that takes no schema
+            pass
+    return client.get_or_create_collection(
+        name,
+        embedding_function=embedding_function,
+        metadata=metadata,
+        configuration={"hnsw": {"space": "cosine"}},
+    )
+
+
+def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
+    """A ``chromadb.HttpClient`` for ``http(s)://host:port``."""
+    parts = _server_url(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    try:
+        with quiet_chroma():
+            return chromadb.HttpClient(
+                host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
+            )
+    except Exception as exc:
+        raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
+
+
 def _drop_cached_system(client: Any) -> None:
     """Forget Chroma's process-wide system for ``client``'s folder if other clients still hold it.
 
@@ -136,12 +184,14 @@ class StoreConnection:
         self._client = client
         self._own_client = client is None
         self._seen: str | None = None
+        self._seen_disk: object = None
         self._factory = embedding_factory
         self._chunks: Any = None
         self._documents: Any = None
         self._choice: EmbeddingChoice | None = None
         self._function: Any = None
         self._chunk_words: int | None = None
+        self._max_batch: int | None = None
 
     @property
     def location(self) -> str:
@@ -157,6 +207,12 @@ class StoreConnection:
             return self.path / "bm25" / f"server-{server}" / self.collection_name
         return self.path / "bm25" / self.collection_name
 
+    @property
+    def journal_path(self) -> Path:
+        """The indexing journal of the collection (:mod:`._journal`)."""
+        bm25 = self.bm25_dir
+        return bm25.with_name(f".{bm25.name}.journal")
+
     def client(self, create: bool) -> Any:
         """The ``chromadb`` client, connected on first use."""
         if self._client is not None:
@@ -168,7 +224,7 @@ class StoreConnection:
             raise MissingDependencyError("chromadb", "chroma") from exc
         settings = Settings(anonymized_telemetry=False)
         if self.chroma_url:
-            self._client = self._http_client(chromadb, settings, self.chroma_url)
+            self._client = _http_client(chromadb, settings, self.chroma_url)
             return self._client
         if not create and not self.path.is_dir():
             raise CollectionNotFoundError(
@@ -185,20 +241,6 @@ class StoreConnection:
         except Exception as exc:
             raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
         return self._client
-
-    @staticmethod
-    def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
-        parts = _server_url(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
-        port = parts.port or (443 if parts.scheme == "https" else 8000)
-        try:
-            with quiet_chroma():
-                return chromadb.HttpClient(
-                    host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
-                )
-        except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
 
     def open(self, create: bool = False) -> tuple[Any, Any]:
         """The chunk and document collections, opened (and with ``create``, created) once.
@@ -232,7 +274,8 @@ class StoreConnection:
             with quiet_chroma():
                 chunks = client.get_collection(name)
         with quiet_chroma():
-            documents = client.get_or_create_collection(
+            documents = _get_or_create(
+                client,
                 docs_name,
                 embedding_function=None,
                 metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": name},
@@ -256,12 +299,7 @@ class StoreConnection:
         if choice.base_url:
             metadata[_META_EMBEDDING_URL] = choice.base_url
         with quiet_chroma():
-            chunks = client.get_or_create_collection(
-                name,
-                embedding_function=function,
-                metadata=metadata,
-                configuration={"hnsw": {"space": "cosine"}},
-            )
+            chunks = _get_or_create(client, name, embedding_function=function, metadata=metadata)
         self._function = function
         return chunks
 
@@ -334,9 +372,23 @@ class StoreConnection:
         self._reopen()
         return True
 
+    def note_disk_state(self, state: object) -> bool:
+        """Like :meth:`note_committed`, from a cheap signature of the store's files (the saved
+        BM25 index's fingerprint, the journal) instead of the committed ids.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        previous, self._seen_disk = self._seen_disk, state
+        if previous is None or previous == state or not self._own_client or self.chroma_url:
+            return False
+        self._reopen()
+        return True
+
     def forget_committed(self) -> None:
         """This process changed the committed ids itself (its client's view is current)."""
         self._seen = None
+        self._seen_disk = None
 
     def _reopen(self) -> None:
         client, self._client = self._client, None
@@ -361,31 +413,29 @@ class StoreConnection:
         assert self._chunk_words is not None
         return self._chunk_words
 
+    def adopt(self, embedding: EmbeddingChoice, chunk_words: int) -> None:
+        """Create the collection (if new) with this embedding and chunk size unless the caller
+        asked for others (a copy of a collection keeps its settings)."""
+        if self._requested is None:
+            self._requested = embedding
+        if self._requested_chunk_words is None:
+            self._requested_chunk_words = chunk_words
+
+    def max_batch_size(self) -> int:
+        """The most records the client takes in one call."""
+        if self._max_batch is None:
+            try:
+                self._max_batch = int(self.client(create=False).get_max_batch_size())
+            except Exception:  # older clients and servers: Chroma's long-standing minimum
+                self._max_batch = 5461
+        return self._max_batch
+
     def embedding_function(self) -> Any:
         """The collection's embedding function, created on first use."""
         if self._function is None:
             self._function = self._factory(self.embedding)
         return self._function
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path / f".index-{self.collection_name}.lock"
-        with open(lock_path, "a+") as handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - Windows: no advisory lock
-                yield
-                return
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise StoreError(
-                    f"another `selfroute index` is writing collection {self.collection_name!r} "
-                    f"in {self.path}; wait for it to finish"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return writer_lock(self.path, self.collection_name)

@@ -172,7 +172,7 @@ def _unavailable(choice: EmbeddingChoice, exc: BaseException) -> EmbeddingUnavai
 
 
 def _as_lists(vectors: Any) -> list[list[float]]:
-    return [[float(x) for x in v] for v in vectors]
+    return [list(map(float, v.tolist() if hasattr(v, "tolist") else v)) for v in vectors]
 
 
 def embed_documents(

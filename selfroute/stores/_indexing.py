@@ -1,11 +1,19 @@
-"""Indexing files into a collection, idempotently and crash-safely.
+"""Indexing files into a collection, idempotently and crash-safely, many documents per write.
 
-The write protocol is the store's journal. A document's chunks are written first and its document
-record last: the record is the commit marker. Retrieval only serves chunks of documents that have
-a record, and ``index`` (re)writes any file whose record is missing or whose content changed, after
-deleting whatever chunks a killed run left for it. Removing a document deletes the record first,
-then the chunks. So an ``index`` killed at any point leaves a consistent store, and running it
-again completes it; chunks of a file that vanished meanwhile are swept as orphans.
+The write protocol: a document's chunks are written first and its document record last; the
+record is the commit marker. Retrieval only serves chunks of documents that have a record, and
+``index`` (re)writes any file whose record is missing or whose content changed. Removing a
+document deletes the record first, then the chunks. So an ``index`` killed at any point leaves a
+consistent store, and running it again completes it.
+
+Documents are written in batches: the chunks of every document of a batch in one embedding pass
+and a few ``upsert`` calls, then all their records in one ``upsert``. The cost of a run is then
+per chunk, not per file (Chroma's per-call cost, about 50 ms on an embedded store, dominated when
+each small file was written and committed on its own). Batches start at one document and grow eightfold
+up to ``_MAX_BATCH_DOCS`` (bounded by chunks and bytes), so the first documents are committed --
+and a broken embedding fails -- at once. The ids of a batch are written to the
+:class:`~selfroute.stores._journal.Journal` before its chunks, so a rerun deletes what a killed run
+left (chunks of documents that are still not committed) without scanning the collection.
 """
 
 from __future__ import annotations
@@ -19,18 +27,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selfroute._chunking import chunk_text
+from selfroute._chunking import Chunk, chunk_text
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
 from selfroute.stores._embedding import embed_documents
 from selfroute.stores._errors import DocumentReadError
+from selfroute.stores._journal import Journal
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import LoadedDocument, read_document
-from selfroute.stores._records import PAGE, StoreReader, file_entry, files_of, with_files
+from selfroute.stores._records import (
+    PAGE,
+    TEXT_IN_CHUNK,
+    StoreReader,
+    file_entry,
+    files_of,
+    with_files,
+)
 
 __all__ = ["IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
 
-_EMBED_BATCH = 64
+#: Chunks per embedding call (across documents).
+_EMBED_BATCH = 128
+#: Upper bounds of one write batch: documents, chunks, bytes of text.
+_MAX_BATCH_DOCS = 4096
+_MAX_BATCH_CHUNKS = 5000
+_MAX_BATCH_BYTES = 32 * 1024 * 1024
 #: Test hook: print a marker after each file's chunks are written and after each commit, and sleep
 #: (``SECONDS``) or stop there (``EVENT#N``), so tests can kill ``index`` at a known point.
 _SLOW_ENV = "SELFROUTE_TEST_SLOW_INDEX"
@@ -128,13 +149,63 @@ def _readable(root: Path) -> bool:
         return False
 
 
+def _record_text(doc: LoadedDocument, pieces: Sequence[Chunk]) -> str:
+    """The text a document record stores: none when its only chunk holds all of it (a small
+    file's text is then written, and full-text indexed by Chroma, once, not twice)."""
+    if len(pieces) == 1 and pieces[0].text == doc.text:
+        return ""
+    return doc.text
+
+
+def _of_docs(doc_ids: Sequence[str]) -> dict[str, Any]:
+    """The ``where`` filter of the chunks of ``doc_ids``."""
+    return {"doc_id": {"$in": list(doc_ids)}}
+
+
+@dataclass
+class _Batch:
+    """Documents planned for one write, and the record changes that follow it."""
+
+    new: dict[str, tuple[LoadedDocument, list[Chunk]]] = field(default_factory=dict)
+    updates: set[str] = field(default_factory=set)
+    detach: list[tuple[str, str]] = field(default_factory=list)
+    chunks: int = 0
+    size: int = 0
+
+    def full(self, docs: int) -> bool:
+        return (
+            len(self.new) >= docs
+            or self.chunks >= _MAX_BATCH_CHUNKS
+            or self.size >= _MAX_BATCH_BYTES
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.new or self.updates or self.detach)
+
+
+class _Run:
+    """The state of one ``index`` run: records by id, doc ids by path, the report."""
+
+    def __init__(self, records: dict[str, dict[str, Any]], report: IndexReport) -> None:
+        self.records = records
+        self.report = report
+        self.by_path: dict[str, set[str]] = {}
+        for doc_id, record in records.items():
+            for path in files_of(record):
+                self.by_path.setdefault(path, set()).add(doc_id)
+        self.seen: set[str] = set()
+        self.written: dict[str, str] = {}  # chunk id -> text, for the BM25 update
+        self.batch = _Batch()
+        self.batch_docs = 1
+
+
 class Indexer:
-    """Writes files into a collection pair following the commit-marker protocol.
+    """Writes files into a collection pair following the commit-marker protocol, in batches.
 
     Args:
         connection: The store's connection.
         reader: Its reader.
-        lexical: Its BM25 index (rebuilt after a run that changed the store).
+        lexical: Its BM25 index (updated after a run that changed the store).
         hook: Called at each write event (tests kill or interrupt a run there).
     """
 
@@ -165,6 +236,9 @@ class Indexer:
         conn = self._conn
         with conn.lock():
             conn.open(create=True)
+            journal = Journal(conn.journal_path)
+            if progress is not None:
+                progress("discover", {})
             found, skipped = discover_files(
                 paths, follow_symlinks=follow_symlinks, exclude=[conn.path]
             )
@@ -172,119 +246,119 @@ class Indexer:
             report.files = len(found)
             if progress is not None:
                 progress("files", {"total": len(found)})
-            records = self._reader.document_records()
-            by_path: dict[str, set[str]] = {}
-            for doc_id, record in records.items():
-                for path in files_of(record):
-                    by_path.setdefault(path, set()).add(doc_id)
-            seen: set[str] = set()
+            run = _Run(self._reader.document_records(), report)
             for item in found:
-                status = self._index_file(
-                    item.path, records, by_path, report, max_file_bytes, progress
-                )
+                status = self._plan_file(item.path, run, max_file_bytes)
                 if status != "skipped":
-                    seen.add(str(item.path))
+                    run.seen.add(str(item.path))
+                if run.batch.full(run.batch_docs):
+                    self._flush(run, journal, progress)
                 if progress is not None:
                     progress("file", {"path": str(item.path), "status": status})
+            self._flush(run, journal, progress)
             if prune:
-                self._prune(paths, records, by_path, seen, report)
-            self._finish(report, prune)
+                self._prune(paths, run, journal)
+            self._finish(run, journal, prune, progress)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _prune(
-        self,
-        paths: Sequence[str | os.PathLike[str]],
-        records: dict[str, dict[str, Any]],
-        by_path: dict[str, set[str]],
-        seen: set[str],
-        report: IndexReport,
-    ) -> None:
+    def _prune(self, paths: Sequence[str | os.PathLike[str]], run: _Run, journal: Journal) -> None:
         roots = []
         for given in paths:
             root = Path(os.path.abspath(given))
             if _readable(root):
                 roots.append(root)
             else:  # missing or unreadable: its files cannot be told apart from deleted ones
-                report.not_pruned.append(str(root))
-        for path, doc_ids in sorted(by_path.items()):
+                run.report.not_pruned.append(str(root))
+        gone: list[str] = []
+        for path, doc_ids in sorted(run.by_path.items()):
             p = Path(path)
             under = any(p == r or r in p.parents for r in roots)
-            if under and path not in seen:
+            if under and path not in run.seen:
                 for doc_id in sorted(doc_ids):
-                    self._detach(records, doc_id, path)
-                report.removed.append(path)
+                    if self._detach(run.records, doc_id, path):
+                        gone.append(doc_id)
+                run.report.removed.append(path)
+        self._delete_documents(gone, journal)
 
-    def _finish(self, report: IndexReport, prune: bool) -> None:
-        """Rebuild BM25 after a change (or when none is saved) and sweep orphan chunks."""
+    def _finish(
+        self, run: _Run, journal: Journal, prune: bool, progress: ProgressFn | None
+    ) -> None:
+        """Update BM25 after a change (or when none is saved); delete orphan chunks."""
         self._conn.forget_committed()  # our own writes: this client's view is current
-        committed = self._reader.committed_ids()
+        report = run.report
+        committed = sorted(run.records)
+        chunks_col, _ = self._conn.open()
+        recovered = sorted(set(journal.carried) - set(committed))
+        for start in range(0, len(recovered), PAGE):
+            page = recovered[start : start + PAGE]
+            orphans = list(chunks_col.get(where=_of_docs(page), include=[]).get("ids") or [])
+            self._delete_chunk_ids(orphans)
+            report.orphan_chunks_removed += len(orphans)
         if report.changed or prune or not self._lexical.is_saved(committed):
-            _, orphans = self._lexical.rebuild(committed)
-            report.bm25_rebuilt = True
-            if orphans:
-                chunks_col, _ = self._conn.open()
-                for start in range(0, len(orphans), PAGE):
-                    chunks_col.delete(ids=orphans[start : start + PAGE])
-                report.orphan_chunks_removed = len(orphans)
 
-    def _index_file(
-        self,
-        path: Path,
-        records: dict[str, dict[str, Any]],
-        by_path: dict[str, set[str]],
-        report: IndexReport,
-        max_file_bytes: int | None,
-        progress: ProgressFn | None,
-    ) -> str:
+            def tokenizing(count: int) -> None:
+                if progress is not None:
+                    progress("bm25", {"chunks": count})
+
+            _, orphans = self._lexical.update(committed, run.written, tokenizing)
+            report.bm25_rebuilt = True
+            self._delete_chunk_ids(orphans)
+            report.orphan_chunks_removed += len(orphans)
+        journal.clear()
+
+    def _delete_chunk_ids(self, ids: Sequence[str]) -> None:
+        chunks_col, _ = self._conn.open()
+        for start in range(0, len(ids), PAGE):
+            chunks_col.delete(ids=list(ids[start : start + PAGE]))
+
+    def _plan_file(self, path: Path, run: _Run, max_file_bytes: int | None) -> str:
+        """Decide what ``path`` needs and add it to the batch; returns its status."""
         key = str(path)
-        previous = set(by_path.get(key, set()))
-        if len(previous) == 1:
-            (old_id,) = previous
-            entry = files_of(records[old_id]).get(key, {})
-            try:
-                st = path.stat()
-            except OSError:
-                st = None
-            if (
-                st is not None
-                and entry.get("size") == st.st_size
-                and str(entry.get("mtime_ns")) == str(st.st_mtime_ns)
-            ):
-                report.unchanged += 1
-                return "unchanged"
+        records, report, batch = run.records, run.report, run.batch
+        previous = set(run.by_path.get(key, set()))
+        if len(previous) == 1 and self._same_stat(path, records[next(iter(previous))], key):
+            report.unchanged += 1
+            return "unchanged"
         try:
             doc = read_document(path, max_bytes=max_file_bytes)
         except DocumentReadError as exc:
             report.skipped.append(Skipped(key, exc.reason))
             return "skipped"
         doc_id = doc.doc_id
-        _, documents = self._conn.open()
         if doc_id in records:
             files = files_of(records[doc_id])
             if files.get(key) != file_entry(doc):
                 files[key] = file_entry(doc)
-                record = with_files(records[doc_id], files)
-                documents.update(ids=[doc_id], metadatas=[record])
-                records[doc_id] = record
+                records[doc_id] = with_files(records[doc_id], files)
+                batch.updates.add(doc_id)
             status = "unchanged"
             report.unchanged += 1
         else:
-            meta = self._new_record(doc, {key: file_entry(doc)})
-            written = self._write_document(doc, meta, progress)
-            records[doc_id] = dict(meta, chunks=written)
-            report.chunks += written
+            pieces = chunk_text(doc.text, doc_id=doc_id, chunk_words=self._conn.chunk_words)
+            record = dict(self._new_record(doc, {key: file_entry(doc)}), chunks=len(pieces))
+            if not _record_text(doc, pieces):
+                record[TEXT_IN_CHUNK] = True
+            records[doc_id] = record
+            batch.new[doc_id] = (doc, pieces)
+            batch.chunks += len(pieces)
+            batch.size += len(doc.text)
+            report.chunks += len(pieces)
             report.words += doc.words
-            if previous:
-                status = "replaced"
-                report.replaced.append(key)
-            else:
-                status = "added"
-                report.added.append(key)
-        for old_id in sorted(previous - {doc_id}):
-            self._detach(records, old_id, key)
-        by_path[key] = {doc_id}
+            status = "replaced" if previous else "added"
+            (report.replaced if previous else report.added).append(key)
+        batch.detach.extend((old_id, key) for old_id in sorted(previous - {doc_id}))
+        run.by_path[key] = {doc_id}
         return status
+
+    @staticmethod
+    def _same_stat(path: Path, record: Mapping[str, Any], key: str) -> bool:
+        entry = files_of(record).get(key, {})
+        try:
+            st = path.stat()
+        except OSError:
+            return False
+        return entry.get("size") == st.st_size and str(entry.get("mtime_ns")) == str(st.st_mtime_ns)
 
     def _new_record(self, doc: LoadedDocument, files: dict[str, Any]) -> dict[str, Any]:
         return with_files(
@@ -299,54 +373,91 @@ class Indexer:
             files,
         )
 
-    def _write_document(
-        self, doc: LoadedDocument, meta: dict[str, Any], progress: ProgressFn | None
-    ) -> int:
+    def _flush(self, run: _Run, journal: Journal, progress: ProgressFn | None) -> None:
+        """Write the batch: chunks, then records (the commit), then path changes."""
+        batch = run.batch
+        if not batch:
+            return
+        run.batch = _Batch()
+        run.batch_docs = min(run.batch_docs * 8, _MAX_BATCH_DOCS)
+        _, documents = self._conn.open()
+        if batch.new:
+            ids = list(batch.new)
+            journal.begin(ids)
+            self._write_chunks(batch, journal, progress)
+            run.written.update(
+                (c.chunk_id, c.text) for _, pieces in batch.new.values() for c in pieces
+            )
+            for doc, _ in batch.new.values():
+                self._hook("chunks-written", doc.path)
+            documents.upsert(
+                ids=ids,
+                documents=[_record_text(doc, pieces) for doc, pieces in batch.new.values()],
+                metadatas=[run.records[i] for i in ids],
+                embeddings=[[1.0]] * len(ids),
+            )
+            for doc, _ in batch.new.values():
+                self._hook("committed", doc.path)
+        updates = sorted(batch.updates - set(batch.new))
+        if updates:
+            documents.update(ids=updates, metadatas=[run.records[i] for i in updates])
+        gone = [d for d, key in batch.detach if self._detach(run.records, d, key)]
+        self._delete_documents(gone, journal)
+
+    def _write_chunks(self, batch: _Batch, journal: Journal, progress: ProgressFn | None) -> None:
         conn = self._conn
-        chunks_col, documents = conn.open()
-        doc_id = doc.doc_id
-        pieces = chunk_text(doc.text, doc_id=doc_id, chunk_words=conn.chunk_words)
-        # chunks a killed run may have left for this content
-        chunks_col.delete(where={"doc_id": doc_id})
+        chunks_col, _ = conn.open()
+        # content a killed run was writing may have chunks of an older chunker: start clean
+        stale = [d for d in batch.new if d in journal.carried]
+        for start in range(0, len(stale), PAGE):
+            page = stale[start : start + PAGE]
+            chunks_col.delete(where=_of_docs(page))
+        rows = [(doc, c) for doc, pieces in batch.new.values() for c in pieces]
         function = conn.embedding_function()
-        for start in range(0, len(pieces), _EMBED_BATCH):
-            batch = pieces[start : start + _EMBED_BATCH]
-            vectors = embed_documents(function, conn.embedding, [c.text for c in batch])
+        vectors: list[Any] = []
+        for start in range(0, len(rows), _EMBED_BATCH):
+            texts = [c.text for _, c in rows[start : start + _EMBED_BATCH]]
+            vectors.extend(embed_documents(function, conn.embedding, texts))
+        # one upsert per batch: Chroma's cost per call, not per record, is what dominates
+        step = max(1, min(_MAX_BATCH_CHUNKS, conn.max_batch_size()))
+        for start in range(0, len(rows), step):
+            part = rows[start : start + step]
             chunks_col.upsert(
-                ids=[c.chunk_id for c in batch],
-                documents=[c.text for c in batch],
-                embeddings=vectors,
+                ids=[c.chunk_id for _, c in part],
+                documents=[c.text for _, c in part],
+                embeddings=vectors[start : start + step],
                 metadatas=[
                     {
-                        "doc_id": doc_id,
-                        "source": meta["path"],
+                        "doc_id": c.doc_id,
+                        "source": str(doc.path),
                         "title": doc.title,
                         "chunk_index": c.index,
                         "start": c.start,
                         "end": c.end,
                         "words": c.word_count,
                     }
-                    for c in batch
+                    for doc, c in part
                 ],
             )
             if progress is not None:
-                progress("chunks", {"count": len(batch)})
-        self._hook("chunks-written", doc.path)
-        meta = dict(meta, chunks=len(pieces))
-        documents.upsert(ids=[doc_id], documents=[doc.text], metadatas=[meta], embeddings=[[1.0]])
-        self._hook("committed", doc.path)
-        return len(pieces)
+                progress("chunks", {"count": len(part)})
 
-    def _delete_document(self, doc_id: str) -> None:
+    def _delete_documents(self, doc_ids: Sequence[str], journal: Journal) -> None:
+        """Delete documents: records first (un-commit), then their chunks."""
+        if not doc_ids:
+            return
         chunks_col, documents = self._conn.open()
-        documents.delete(ids=[doc_id])  # un-commit first: a crash now leaves only orphans
-        chunks_col.delete(where={"doc_id": doc_id})
+        journal.begin(doc_ids)
+        for start in range(0, len(doc_ids), PAGE):
+            page = list(doc_ids[start : start + PAGE])
+            documents.delete(ids=page)  # a crash now leaves only orphans, journaled
+            chunks_col.delete(where=_of_docs(page))
 
     def _detach(self, records: dict[str, dict[str, Any]], doc_id: str, path: str) -> bool:
-        """Remove ``path`` from a record; delete the document if no path is left.
+        """Remove ``path`` from a record; drop the record if no path is left.
 
         Returns:
-            Whether the document was deleted.
+            Whether the document has no path left (the caller deletes it).
         """
         _, documents = self._conn.open()
         record = records.get(doc_id)
@@ -359,6 +470,5 @@ class Indexer:
             documents.update(ids=[doc_id], metadatas=[record])
             records[doc_id] = record
             return False
-        self._delete_document(doc_id)
         records.pop(doc_id, None)
         return True

@@ -1,15 +1,29 @@
-"""The collection's BM25 index: loaded when current, rebuilt from the committed chunks when stale."""
+"""The collection's BM25 index: loaded when current, updated or rebuilt when the store changed.
+
+After an ``index`` run, :meth:`LexicalIndex.update` starts from the saved index and changes only
+what changed: rows of removed documents are dropped, the run's new chunks (and any committed
+document the saved index lacks, e.g. after a killed run) are tokenized and added. Only an index
+with no usable predecessor is rebuilt from a scan of every chunk.
+
+Readers (:meth:`LexicalIndex.current` without ``committed``) trust the one saved index, which
+the indexer writes after every change, instead of listing every committed document per question;
+with no saved index (or several), they fall back to checking the committed documents.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from selfroute.stores._bm25 import BM25Index, fingerprint
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._records import StoreReader
 
 __all__ = ["LexicalIndex"]
+
+
+def _doc_of(chunk_id: str) -> str:
+    return chunk_id.rsplit(":", 1)[0]
 
 
 class LexicalIndex:
@@ -32,7 +46,19 @@ class LexicalIndex:
         return fingerprint(committed, conn.chunk_words, conn.embedding.spec)
 
     def current(self, committed: Sequence[str] | None = None) -> BM25Index:
-        """The BM25 index of the committed chunks, loaded, or rebuilt if stale."""
+        """The BM25 index of the committed chunks, loaded, or rebuilt if stale.
+
+        Without ``committed``, the one index saved by the last ``index`` run is served as is.
+        """
+        if committed is None:
+            saved = BM25Index.saved_fingerprints(self._conn.bm25_dir)
+            if len(saved) == 1:
+                if self._index is not None and self._index.fingerprint == saved[0]:
+                    return self._index
+                loaded = BM25Index.load(self._conn.bm25_dir, saved[0])
+                if loaded is not None:
+                    self._index = loaded
+                    return loaded
         ids = self._reader.committed_ids() if committed is None else sorted(committed)
         fp = self.fingerprint(ids)
         if self._index is not None and self._index.fingerprint == fp:
@@ -66,6 +92,56 @@ class LexicalIndex:
             index.save(self._conn.bm25_dir)
         self._index = index
         return index, orphans
+
+    def _latest(self) -> BM25Index | None:
+        saved = BM25Index.saved_fingerprints(self._conn.bm25_dir)
+        if self._index is not None and self._index.fingerprint in saved:
+            return self._index
+        for fp in reversed(saved):
+            index = BM25Index.load(self._conn.bm25_dir, fp)
+            if index is not None:
+                return index
+        return None
+
+    def update(
+        self,
+        committed: Sequence[str],
+        added: Mapping[str, str] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[BM25Index, list[str]]:
+        """Bring the saved index up to ``committed`` after an ``index`` run.
+
+        Args:
+            committed: Ids of the committed documents.
+            added: Texts of the chunks the run wrote, by chunk id.
+            progress: Called with the number of chunks being tokenized.
+
+        Returns:
+            The index and the ids of orphan chunks seen (only a full rebuild scans for them).
+        """
+        previous = self._latest()
+        if previous is None or not previous.can_update:
+            if progress is not None:
+                progress(-1)  # a full rebuild: every chunk is read and tokenized
+            return self.rebuild(committed)
+        keep = set(committed)
+        new = dict(added or {})
+        had = {_doc_of(cid) for cid in previous.ids}
+        missing = sorted(keep - had - {_doc_of(cid) for cid in new})
+        new.update(self._reader.chunk_texts_of(missing))
+        new = {cid: text for cid, text in new.items() if _doc_of(cid) in keep}
+        if progress is not None:
+            progress(len(new))
+        index = previous.updated(
+            lambda cid: _doc_of(cid) in keep and cid not in new,
+            list(new),
+            list(new.values()),
+            self.fingerprint(committed),
+        )
+        with contextlib.suppress(OSError):
+            index.save(self._conn.bm25_dir)
+        self._index = index
+        return index, []
 
     def is_saved(self, committed: Iterable[str]) -> bool:
         """Whether an index of exactly ``committed`` is saved."""

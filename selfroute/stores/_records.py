@@ -9,19 +9,23 @@ first path's entry.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
+from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
 
-__all__ = ["PAGE", "StoreReader", "file_entry", "files_of", "with_files"]
+__all__ = ["PAGE", "TEXT_IN_CHUNK", "StoreReader", "file_entry", "files_of", "pages", "with_files"]
 
 #: Records read (or deleted) per Chroma call.
 PAGE = 2000
+#: Record metadata: the document is one chunk, whose record holds the text (the document
+#: record's own text is empty).
+TEXT_IN_CHUNK = "text_in_chunk"
 
 
 def files_of(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -63,7 +67,8 @@ def with_files(meta: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) 
     return out
 
 
-def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+def pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+    """Every record of ``collection`` in pages of :data:`PAGE` (``include`` as in ``get``)."""
     offset = 0
     while True:
         page = collection.get(include=include, limit=PAGE, offset=offset)
@@ -83,12 +88,15 @@ class StoreReader:
     def __init__(self, connection: StoreConnection) -> None:
         self._conn = connection
 
-    def document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
-        """Every document record by id (with ``__text__`` if ``include_text``)."""
+    def document_records(
+        self, include_text: bool = False, progress: Callable[[str, int], None] | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """Every document record by id (with ``__text__`` if ``include_text``); ``progress``
+        is called with ``("documents", n)`` after each page."""
         _, documents = self._conn.open()
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
         out: dict[str, dict[str, Any]] = {}
-        for page in _pages(documents, include):
+        for page in pages(documents, include):
             ids = page.get("ids") or []
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
@@ -97,13 +105,15 @@ class StoreReader:
                 if include_text:
                     record["__text__"] = text
                 out[doc_id] = record
+            if progress is not None:
+                progress("documents", len(ids))
         return out
 
     def committed_ids(self) -> list[str]:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         _, documents = self._conn.open()
         ids: list[str] = []
-        for page in _pages(documents, []):
+        for page in pages(documents, []):
             ids.extend(page.get("ids") or [])
         ids.sort()
         self._conn.note_committed(ids)  # another process indexed: reopen to see its vectors
@@ -113,12 +123,63 @@ class StoreReader:
         """``(chunk_id, metadata, text or None)`` of every chunk record, committed or not."""
         chunks, _ = self._conn.open()
         include = ["metadatas", "documents"] if include_text else ["metadatas"]
-        for page in _pages(chunks, include):
+        for page in pages(chunks, include):
             ids = page.get("ids") or []
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
             for chunk_id, meta, text in zip(ids, metas, texts, strict=False):
                 yield chunk_id, dict(meta or {}), text
+
+    def chunk_texts_of(self, doc_ids: Sequence[str]) -> dict[str, str]:
+        """The texts of every chunk of ``doc_ids``, by chunk id (a targeted read, no scan)."""
+        chunks, _ = self._conn.open()
+        out: dict[str, str] = {}
+        for start in range(0, len(doc_ids), 500):
+            page = list(doc_ids[start : start + 500])
+            got = chunks.get(where={"doc_id": {"$in": page}}, include=["documents"])
+            for cid, text in zip(got.get("ids") or [], got.get("documents") or [], strict=False):
+                out[cid] = text or ""
+        return out
+
+    def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` have a document record (one targeted read)."""
+        _, documents = self._conn.open()
+        wanted = sorted({d for d in doc_ids if d})
+        if not wanted:
+            return set()
+        return set(documents.get(ids=wanted, include=[]).get("ids") or [])
+
+    def refresh(self) -> bool:
+        """Reopen the collections if another process changed the store since the last call.
+
+        The signature read is cheap -- the names of the saved BM25 index folders (an ``index``
+        run that changed the committed documents saves a new fingerprint) and the journal's
+        modification time -- so a long-lived reader checks it per question instead of listing
+        every committed document. A Chroma server needs no reopen.
+
+        Returns:
+            Whether the collections were reopened.
+        """
+        conn = self._conn
+        if conn.chroma_url:
+            return False
+        try:
+            journal: int | None = conn.journal_path.stat().st_mtime_ns
+        except OSError:
+            journal = None
+        state = (tuple(BM25Index.saved_fingerprints(conn.bm25_dir)), journal)
+        return conn.note_disk_state(state)
+
+    def is_clean(self) -> bool:
+        """Whether no chunk can lack its commit marker: an embedded store (one writer, and
+        ``PersistentClient`` is single-process) whose journal is absent, i.e. no ``index`` run
+        is in progress or was killed since the last complete one."""
+        return not self._conn.chroma_url and not self._conn.journal_path.exists()
+
+    def document_count(self) -> int:
+        """How many documents are committed."""
+        _, documents = self._conn.open()
+        return int(documents.count())
 
     def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
         """Full documents by id, in the order given (unknown ids are left out)."""
@@ -136,11 +197,16 @@ class StoreReader:
                 strict=False,
             )
         }
+        in_chunk = [f"{d}:0" for d in wanted if d in found and found[d][1].get(TEXT_IN_CHUNK)]
+        for chunk_id, (text, _) in self.get_chunks(in_chunk).items():
+            doc_id = chunk_id.rsplit(":", 1)[0]
+            found[doc_id] = (text, found[doc_id][1])
         out = []
         for doc_id in wanted:
             if doc_id in found and found[doc_id][0]:
                 text, meta = found[doc_id]
                 meta.pop("files", None)
+                meta.pop(TEXT_IN_CHUNK, None)
                 meta["source"] = meta.get("path")
                 out.append(ContextDocument(text=text, doc_id=doc_id, metadata=meta))
         return out
@@ -167,17 +233,21 @@ class StoreReader:
         ``score`` is the cosine similarity.
         """
         chunks, _ = self._conn.open()
-        total = chunks.count()
-        if total == 0 or n < 1:
+        if n < 1:
             return []
         conn = self._conn
         vector = embed_query(conn.embedding_function(), conn.embedding, query)
         extra = 0 if committed is None else max(10, n)
-        result = chunks.query(
-            query_embeddings=[vector],
-            n_results=min(total, n + extra),
-            include=["metadatas", "documents", "distances"],
-        )
+        include = ["metadatas", "documents", "distances"]
+        try:
+            result = chunks.query(query_embeddings=[vector], n_results=n + extra, include=include)
+        except Exception:  # Chroma versions that refuse more results than records
+            total = chunks.count()
+            if total == 0:
+                return []
+            result = chunks.query(
+                query_embeddings=[vector], n_results=min(total, n + extra), include=include
+            )
         out: list[Passage] = []
         ids = (result.get("ids") or [[]])[0]
         texts = (result.get("documents") or [[]])[0]

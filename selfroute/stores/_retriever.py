@@ -8,7 +8,6 @@ exact token such as a passkey or an error code that the embedding blurs is still
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
+from selfroute._threads import in_thread
 from selfroute.stores._store import DEFAULT_COLLECTION, DEFAULT_STORE, DocumentStore
 
 __all__ = ["RETRIEVAL_MODES", "HybridRetriever", "rrf_fuse"]
@@ -134,17 +134,24 @@ class HybridRetriever:
         if n < 1:
             return []
         store = self.store
-        committed = store.committed_ids()
-        if not committed:
-            return []
-        keep = set(committed)
+        store.refresh()  # another process indexed since the last question: see its vectors
         pool = self._pool(n)
+        want = pool if self.mode == "hybrid" else n
+        # with a run in progress (or killed), chunks may lack their commit marker: ask for more
+        # and keep those whose document is committed (one targeted read); else trust them all
+        clean = store.is_clean()
         dense: list[Passage] = []
         lexical: list[tuple[str, float]] = []
         if self.mode in ("hybrid", "dense"):
-            dense = store.dense_search(question, pool if self.mode == "hybrid" else n, keep)
+            dense = store.dense_search(question, want if clean else want + max(10, want))
         if self.mode in ("hybrid", "bm25"):
-            lexical = store.bm25(committed).search(question, pool if self.mode == "hybrid" else n)
+            lexical = store.bm25().search(question, want)
+        if not clean:
+            keep = store.committed_among(
+                [str(p.doc_id) for p in dense] + [cid.rsplit(":", 1)[0] for cid, _ in lexical]
+            )
+            dense = [p for p in dense if p.doc_id in keep][:want]
+            lexical = [(cid, s) for cid, s in lexical if cid.rsplit(":", 1)[0] in keep]
         if self.mode == "dense":
             return [self._annotate(p, dense_rank=i) for i, p in enumerate(dense[:n], 1)]
         dense_by_id = {str(p.source): p for p in dense}
@@ -209,17 +216,16 @@ class HybridRetriever:
         has an obvious long context even when BM25 matched nothing).
         """
         doc_ids = list(dict.fromkeys(p.doc_id for p in passages if p.doc_id))
-        if not doc_ids:
-            committed = self.store.committed_ids()
-            doc_ids = committed if len(committed) == 1 else []
+        if not doc_ids and self.store.document_count() == 1:
+            doc_ids = self.store.committed_ids()
         if self.max_parent_documents is not None:
             doc_ids = doc_ids[: self.max_parent_documents]
         return self.store.get_documents(doc_ids)
 
     async def aretrieve(self, question: str, k: int | None = None) -> list[Passage]:
         """:meth:`retrieve` in a worker thread (local stores do blocking I/O)."""
-        return await asyncio.to_thread(self.retrieve, question, k)
+        return await in_thread(self.retrieve, question, k)
 
     async def along_context(self, passages: Sequence[Passage]) -> list[ContextDocument]:
         """:meth:`long_context` in a worker thread."""
-        return await asyncio.to_thread(self.long_context, passages)
+        return await in_thread(self.long_context, passages)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,12 @@ def _listing(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def collect_stats(
-    connection: StoreConnection, reader: StoreReader, lexical: LexicalIndex, *, documents: bool
+    connection: StoreConnection,
+    reader: StoreReader,
+    lexical: LexicalIndex,
+    *,
+    documents: bool,
+    progress: Callable[[str, int], None] | None = None,
 ) -> StoreStats:
     """Count a collection's documents, chunks, words and orphans; read its BM25 state.
 
@@ -72,15 +78,15 @@ def collect_stats(
         reader: Its reader.
         lexical: Its BM25 index.
         documents: Also list every document (path, words, chunks, format).
+        progress: Called with ``("documents", n)`` as the records are read.
+
+    Every committed document has exactly the chunks its record counts (they are written before
+    it), so the orphan chunks are the collection's count less that sum: no scan of the chunks.
     """
     chunks_col, _ = connection.open()
-    records = reader.document_records()
-    committed = set(records)
-    orphans = sum(
-        1
-        for _, meta, _ in reader.iter_chunks(include_text=False)
-        if meta.get("doc_id") not in committed
-    )
+    records = reader.document_records(progress=progress)
+    committed_chunks = sum(int(r.get("chunks") or 0) for r in records.values())
+    orphans = max(0, int(chunks_col.count()) - committed_chunks)
     state, bm25_chunks = lexical.state()
     formats: dict[str, int] = {}
     for r in records.values():
@@ -90,7 +96,7 @@ def collect_stats(
         location=connection.location,
         collection=connection.collection_name,
         documents=len(records),
-        chunks=chunks_col.count() - orphans,
+        chunks=committed_chunks,
         words=sum(int(r.get("words") or 0) for r in records.values()),
         embedding=connection.embedding.spec,
         chunk_words=connection.chunk_words,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,23 @@ class DocumentStore:
         """Ids of the documents whose record exists (fully indexed), sorted."""
         return self._reader.committed_ids()
 
+    def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
+        """Which of ``doc_ids`` are committed (one targeted read, not a listing)."""
+        return self._reader.committed_among(doc_ids)
+
+    def refresh(self) -> bool:
+        """Reopen if another process changed the store (see :meth:`StoreReader.refresh`)."""
+        return self._reader.refresh()
+
+    def is_clean(self) -> bool:
+        """Whether every chunk in the store is committed without checking (see
+        :meth:`StoreReader.is_clean`)."""
+        return self._reader.is_clean()
+
+    def document_count(self) -> int:
+        """How many documents are committed."""
+        return self._reader.document_count()
+
     def _document_records(self, include_text: bool = False) -> dict[str, dict[str, Any]]:
         return self._reader.document_records(include_text)
 
@@ -188,7 +205,11 @@ class DocumentStore:
         return self._conn.bm25_dir
 
     def bm25(self, committed: Sequence[str] | None = None) -> BM25Index:
-        """The BM25 index of the committed chunks, loaded, or rebuilt if stale."""
+        """The BM25 index of the committed chunks, loaded, or rebuilt if stale.
+
+        Without ``committed``: the index the last ``index`` run saved (no listing of the
+        committed documents); with no saved index, one rebuilt from the committed chunks.
+        """
         return self._lexical.current(committed)
 
     def rebuild_bm25(self, committed: Sequence[str] | None = None) -> tuple[BM25Index, list[str]]:
@@ -240,10 +261,15 @@ class DocumentStore:
         )
 
     # -- facts -----------------------------------------------------------------------------------
-    def stats(self, *, documents: bool = False) -> StoreStats:
+    def stats(
+        self, *, documents: bool = False, progress: Callable[[str, int], None] | None = None
+    ) -> StoreStats:
         """Counts of documents, chunks and words; embedding; BM25 state; orphan chunks.
 
         Args:
             documents: Also list every document (path, words, chunks, format).
+            progress: Called with ``("documents", n)`` as the records are read.
         """
-        return collect_stats(self._conn, self._reader, self._lexical, documents=documents)
+        return collect_stats(
+            self._conn, self._reader, self._lexical, documents=documents, progress=progress
+        )

@@ -29,9 +29,6 @@ QUESTION = "How long did Mara Holt keep the lamp?"
 CUT = "The charger needs 4"
 STREAMS = ("stream", "astream")
 
-#: Fixed in the flow (after its split into stage modules, #18); strict: it must fail until then.
-NEEDS_FLOW = pytest.mark.xfail(strict=True, reason="#16: flow part pending")
-
 
 def script(rag: Reply | str, lc: Reply | str = "In 1901.") -> Any:
     def responder(body: dict[str, Any]) -> Reply | str:

@@ -50,10 +50,6 @@ def script(rag: Reply | str, lc: Reply | str = "In 1901.") -> Any:
     return responder
 
 
-#: Fixed in the flow (after its split into stage modules, #18); strict: it must fail until then.
-NEEDS_FLOW = pytest.mark.xfail(strict=True, reason="#16 finding 10: flow part pending")
-
-
 def lc_requests(server: ScriptedOpenAIServer) -> int:
     return sum(not is_rag(last_user_text(b)) for b in server.requests)
 

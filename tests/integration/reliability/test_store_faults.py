@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import selfroute as sr
+from selfroute._threads import in_thread
 from tests.integration.reliability._chat import is_rag
 from tests.integration.reliability._servers import NoDelayOpenAIServer
 from tests.integration.reliability._tenants import TENANT_DOCS
@@ -178,29 +179,9 @@ def test_client_to_a_closed_port_fails_fast_and_clearly() -> None:
 
 
 # -- a store that hangs ----------------------------------------------------------------------------
-async def in_daemon_thread(fn: Any, *args: Any) -> Any:
-    """Await ``fn(*args)`` run in a daemon thread. Unlike ``asyncio.to_thread``, an abandoned call
-    (stuck on the frozen server) never blocks the event loop's shutdown."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if not future.done():
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(value)
-
-    def run() -> None:
-        try:
-            value, error = fn(*args), None
-        except BaseException as exc:
-            value, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop may be gone by now
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=run, name="test-store-call", daemon=True).start()
-    return await future
+#: Awaits ``fn(*args)`` run in a daemon thread. Unlike ``asyncio.to_thread``, an abandoned call
+#: (stuck on the frozen server) never blocks the event loop's shutdown (the library's helper).
+in_daemon_thread = in_thread
 
 
 def _chat_handler(store: Store, model: ScriptedOpenAIServer) -> Any:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 import selfroute as sr
+from selfroute._verdict import _clean, _kind, _norm, _sentences, strip_reasoning
 
 
 def _feed(pieces: list[str], **kw: object) -> tuple[list[str], sr.SentinelSniffer]:
@@ -94,3 +99,93 @@ def test_remainder_completes_the_final_answer() -> None:
     assert sniffer.remainder("Thirty-one years.") == ""
     # A final answer that does not extend what was shown adds nothing.
     assert sniffer.remainder("Something else") == ""
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "The text chunks provided do",
+        "The provided financial statement does not",
+        "The 10-K filing excerpt",
+        "Paper 2 does",
+        "None of the passages",
+        "Nothing in the",
+        "Sure! ",
+        "Sure! Based on the passages, the passages do not",
+        "Thank you for providing the passages. Unfortunately",
+        "I apologize, but",
+        "After reviewing the passages, I do not see",
+        "However, the text",
+        "No, the paper does not",
+        "Unable to answer",
+    ],
+)
+def test_structural_decline_openings_are_held(prefix: str) -> None:
+    out, sniffer = _feed([prefix])
+    assert out == [""] and not sniffer.released
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+        "Sure! Paris is the capital of France and its largest city.",
+        "The report was filed in 2019 by the auditors of the company.",
+        "No, Paris is not in Spain; it is the capital of France.",
+    ],
+)
+def test_answers_with_source_like_openings_are_released(text: str) -> None:
+    words = text.split(" ")
+    out, sniffer = _feed([words[0], *(" " + w for w in words[1:])])
+    assert sniffer.released and any(out[:-1])  # shown before the answer ended
+    assert "".join(out) == text.rstrip(".") or "".join(out) == text
+
+
+def test_streamed_and_parsed_verdicts_agree_on_structural_declines() -> None:
+    """What the sniffer holds to the end is what parse_verdict declines (grammar openings)."""
+    for text in [
+        "The provided financial statement does not list the CEO's salary.",
+        "Sure! Here's the answer based on the given passages: the passages do not mention it.",
+        "Based on the provided chunks from the paper, there is no discussion of the dataset size.",
+        "I looked through the passages but couldn't find the answer.",
+    ]:
+        sniffer = sr.SentinelSniffer()
+        shown = "".join(sniffer.feed(w + " ") for w in text.split(" "))
+        assert shown == "" and sr.parse_verdict(text).declined, text
+
+
+def _opening_declines_shown(path: str) -> tuple[int, list[str]]:
+    """(opening declines parse_verdict catches, those the sniffer showed) in a labelled file."""
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / path
+    total, shown = 0, []
+    for line in fixture.read_text(encoding="utf-8").splitlines():
+        text = json.loads(line)["prediction"]
+        if not sr.parse_verdict(text).declined:
+            continue
+        kinds = [_kind(_norm(s)) for s in _sentences(_clean(strip_reasoning(text)[0]))]
+        if next((k for k in kinds if k != "P"), "P") not in "RQFP":
+            continue  # content first: only the end of the answer can tell (retracted)
+        total += 1
+        sniffer = sr.SentinelSniffer()
+        for i in range(0, len(text), 4):
+            sniffer.feed(text[i : i + 4])
+        if sniffer.released:
+            shown.append(text)
+    return total, shown
+
+
+def test_no_opening_decline_of_the_held_out_source_is_ever_shown() -> None:
+    total, shown = _opening_declines_shown("ragtruth_labelled.jsonl")
+    assert total >= 60 and shown == []
+
+
+def test_opening_declines_shown_on_the_tuning_sources_are_the_known_passive_shape() -> None:
+    """ "X is not mentioned in the provided text" opens like an answer: shown, then retracted."""
+    total, shown = _opening_declines_shown("labelled.jsonl")
+    assert total >= 200 and len(shown) <= 19
+    for text in shown:
+        assert (
+            re.search(r"\b(?:is|are) not (?:explicitly )?(?:mentioned|specified|stated)", text)
+            or re.search(r"\b(?:Yes|According)\b", text)
+            or not re.search(r"\w", text)
+        ), text

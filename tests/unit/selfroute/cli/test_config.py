@@ -59,6 +59,8 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "temperature": "0.5",
         "timeout": "30",
         "max_retries": "0",
+        "retrieval_timeout": "5",
+        "deadline": "60",
         "max_question_tokens": "64",
         "lc_window": "128000",
         "overflow": "truncate_middle",
@@ -85,6 +87,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
     assert ask.strict is True and ask.k == 3 and ask.temperature == 0.5 and ask.max_retries == 0
     assert (ask.k_ladder, ask.pre_route, ask.min_top_score) == ((10, 20), True, 2.5)
     assert (ask.verdict, ask.grounded) == ("auto", True)
+    assert (ask.retrieval_timeout, ask.deadline) == (5.0, 60.0)
     index = resolve(_args("index", "x"), "index", environ=environ)
     assert index.follow_symlinks is True and index.chunk_words == 200 and index.max_file_mb == 2.5
 

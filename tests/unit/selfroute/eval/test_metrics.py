@@ -154,3 +154,15 @@ def test_score_answer_unanswerable_and_missing() -> None:
     assert m.score_answer("\nParis\nLondon", ["Paris"], dataset="triviaqa") == 1.0
     with pytest.raises(ConfigurationError, match="unknown metric"):
         m.score_answer("x", ["y"], metric="bleu")
+
+
+def test_correct_decline_scoring_reads_the_question() -> None:
+    """Eval's correct-decline score uses the flow's detector, question included (issue #15)."""
+    declined, score_answer = m.declined, m.score_answer
+    text = "No, the passages do not mention a lighthouse."
+    assert declined(text)  # without the question: escalate
+    assert not declined(text, question="Was there a lighthouse?")  # "No" answers a yes/no question
+    assert declined(text, question="Where was the lighthouse?")
+    assert score_answer(text, [], unanswerable=True, question="Where was the lighthouse?") == 1.0
+    assert score_answer(text, [], unanswerable=True, question="Was there a lighthouse?") == 0.0
+    assert declined("The provided financial statement does not list the CEO's salary.")

@@ -104,3 +104,13 @@ def test_a_speculative_call_is_settled_instead_of_loading() -> None:
     assert steps == [sr.Settle("handle")] and result.answer == "In 1901."
     with pytest.raises(sr.LongContextError):
         run_stage(long_context(st), [RuntimeError("died")])
+
+
+def test_the_long_context_verdict_reads_the_question() -> None:
+    """The abstention check uses the same detector, question included (issue #15)."""
+    st = _declined().evolve(question="Was the keeper paid?")
+    _, result = run_stage(long_context(st), [DOC, gen("No, the text does not mention any pay.")])
+    assert result.abstention is None  # "No, ..." answers a yes/no question
+    st = _declined().evolve(question="How much was the keeper paid?")
+    _, result = run_stage(long_context(st), [DOC, gen("No, the text does not mention any pay.")])
+    assert result.abstention is sr.Abstention.DECLINED

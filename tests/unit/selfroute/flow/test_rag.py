@@ -88,3 +88,24 @@ def test_grounded_answers_are_checked_against_the_chunks_shown() -> None:
     assert good.answered and good.grounding is not None and good.grounding.grounded
     bad = classify_rag(gen('Mara Holt.\nQuote: "the keeper was a man named Tom"'), step, shown, cfg)
     assert not bad.answered and bad.reason is sr.Reason.UNGROUNDED
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "answered"),
+    [
+        # The flow passes the question to the verdict parser (issue #15): "No, ..." answers a
+        # yes/no question, and a partial answer that declares the asked-for item absent escalates.
+        ("Did the keeper use a lamp?", "No, the passages do not mention a lamp.", True),
+        ("What did the keeper use?", "No, the passages do not mention a lamp.", False),
+        ("How did he die?", "He died in 1972. The passages do not mention the cause.", False),
+        ("When did he die?", "He died in 1972. The passages do not mention the cause.", True),
+    ],
+)
+def test_the_question_reaches_the_verdict(question: str, answer: str, answered: bool) -> None:
+    cfg = state().config
+    step = rag_step(question, passages(2), cfg)
+    assert classify_rag(gen(answer), step, passages(2), cfg).answered is answered
+    structured = classify_rag(
+        gen("", structured={"answerable": True, "answer": answer}), step, passages(2), cfg
+    )
+    assert structured.answered is answered

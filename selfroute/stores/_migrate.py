@@ -1,0 +1,141 @@
+"""Copy a collection to another location (an embedded store to a Chroma server, or back).
+
+What moves: every committed document record (full text and metadata), every chunk of those
+documents with its stored embedding (nothing is embedded again), the collection's recorded
+embedding and chunk size, and the saved BM25 index (its fingerprint depends only on the
+committed documents and settings, so the copy is current at the target). Chunks of uncommitted
+documents (left by a killed ``index``) stay behind.
+
+The copy follows the store's commit protocol -- chunks first, then the document records -- so a
+copy killed part-way is completed by running it again, and a rerun over a complete copy changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from selfroute.stores._bm25 import BM25Index
+from selfroute.stores._errors import StoreError
+from selfroute.stores._records import pages
+from selfroute.stores._store import DocumentStore
+
+__all__ = ["MigrationReport", "copy_collection"]
+
+
+@dataclass
+class MigrationReport:
+    """What :func:`copy_collection` copied.
+
+    Attributes:
+        source: Where the collection came from (folder or URL) and its name.
+        target: Where it went.
+        documents: Document records copied.
+        chunks: Chunks copied.
+        bm25: ``"copied"`` (the saved index), ``"rebuilt"`` (none was saved) or ``"empty"``.
+    """
+
+    source: str
+    target: str
+    documents: int
+    chunks: int
+    bm25: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form."""
+        return {
+            "source": self.source,
+            "target": self.target,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "bm25": self.bm25,
+        }
+
+
+def copy_collection(
+    source: DocumentStore,
+    target: DocumentStore,
+    *,
+    progress: Callable[[str, int], None] | None = None,
+) -> MigrationReport:
+    """Copy ``source``'s collection into ``target`` (created with the source's embedding).
+
+    Args:
+        source: An existing store.
+        target: The destination; its collection must not exist yet, or hold an earlier copy of
+            this one (same embedding and chunk size).
+        progress: ``progress(kind, count)`` after each page (``chunks`` or ``documents``).
+
+    Raises:
+        StoreError: The target holds documents that are not in the source.
+    """
+    chunks_src, docs_src = source._open()
+    target._conn.adopt(source.embedding, source.chunk_words)
+    chunks_dst, docs_dst = target._open(create=True)
+    committed = set(source.committed_ids())
+    foreign = target.committed_ids()
+    strangers = [d for d in foreign if d not in committed]
+    if strangers:
+        raise StoreError(
+            f"collection {target.collection_name!r} at {target.location} already holds "
+            f"{len(strangers)} documents that are not in {source.location}; choose another "
+            "target collection"
+        )
+    chunks = 0
+    for page in pages(chunks_src, ["embeddings", "documents", "metadatas"]):
+        rows = [
+            i for i, meta in enumerate(page["metadatas"]) if (meta or {}).get("doc_id") in committed
+        ]
+        if rows:
+            chunks_dst.upsert(
+                ids=[page["ids"][i] for i in rows],
+                embeddings=[page["embeddings"][i] for i in rows],
+                documents=[page["documents"][i] for i in rows],
+                metadatas=[page["metadatas"][i] for i in rows],
+            )
+            chunks += len(rows)
+            if progress is not None:
+                progress("chunks", len(rows))
+    documents = 0
+    for page in pages(docs_src, ["documents", "metadatas"]):
+        docs_dst.upsert(
+            ids=page["ids"],
+            documents=[t or "" for t in page["documents"]],
+            metadatas=page["metadatas"],
+            embeddings=[[1.0]] * len(page["ids"]),
+        )
+        documents += len(page["ids"])
+        if progress is not None:
+            progress("documents", len(page["ids"]))
+    return MigrationReport(
+        source=f"{source.location} [{source.collection_name}]",
+        target=f"{target.location} [{target.collection_name}]",
+        documents=documents,
+        chunks=chunks,
+        bm25=_copy_bm25(source, target, sorted(committed)),
+    )
+
+
+def _copy_bm25(source: DocumentStore, target: DocumentStore, committed: list[str]) -> str:
+    if not committed:
+        return "empty"
+    fp = source._lexical.fingerprint(committed)
+    if target._lexical.fingerprint(committed) == fp and source.bm25_dir != target.bm25_dir:
+        saved = source.bm25_dir / fp
+        if fp in BM25Index.saved_fingerprints(source.bm25_dir):
+            dest = target.bm25_dir / fp
+            if not dest.exists():
+                target.bm25_dir.mkdir(parents=True, exist_ok=True)
+                tmp = target.bm25_dir / f".tmp-copy-{fp}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.copytree(saved, tmp)
+                tmp.rename(dest)
+            for other in target.bm25_dir.iterdir():  # the copy replaces an older index
+                if other.is_dir() and other.name != fp and not other.name.startswith("."):
+                    shutil.rmtree(other, ignore_errors=True)
+            return "copied"
+    target.rebuild_bm25(committed)
+    return "rebuilt"

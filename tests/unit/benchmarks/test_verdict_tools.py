@@ -1,0 +1,46 @@
+"""The verdict evaluation script and micro-benchmark run on the vendored labelled fixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import verdict_eval, verdict_speed
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "refusals"
+
+
+def test_verdict_eval_reports_every_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(FIXTURES / "ragtruth_labelled.jsonl")]
+    sentinel = "Unable to answer based on given passages"
+    assert verdict_eval.main([*files, "--sentinel", sentinel, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    names = set(report)
+    assert "plain refusal regex (baseline)" in names
+    assert {"default, default sentinel", "strict, default sentinel"} <= names
+    assert f"default, sentinel {sentinel!r}, with question" in names
+    overall = report["default, default sentinel"]["all"]["all"]
+    assert overall["n"] == 531 and overall["tp"] + overall["fn"] == 123
+    assert set(report["default, default sentinel"]["model"]) >= {"llama-2-7b-chat"}
+
+
+def test_verdict_eval_markdown_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert verdict_eval.main([str(FIXTURES / "labelled.jsonl"), "--errors", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| default, default sentinel | all | 592 |" in out
+    assert "### by source" in out and "### errors of" in out
+
+
+def test_verdict_eval_rejects_unlabelled_rows(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"prediction": "x"}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="declined"):
+        verdict_eval.load([bad])
+
+
+def test_verdict_speed_measures_against_the_baseline(capsys: pytest.CaptureFixture[str]) -> None:
+    assert verdict_speed.main([str(FIXTURES / "ragtruth_labelled.jsonl"), "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| baseline regex |" in out and "| parse_verdict with question |" in out

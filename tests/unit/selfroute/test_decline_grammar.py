@@ -1,0 +1,394 @@
+"""Property tests of the decline grammar (issue #15).
+
+Sentences are built from the grammar of a decline -- a source noun phrase (any determiner,
+modifiers, a head noun, a post-modifier) x a negated verb of information (any adverbs) x an object
+-- and from absence constructions, apologies and pointers elsewhere. The vocabulary here is written
+from the issue's description of how models decline, not imported from the detector, and includes
+modifiers and objects the detector has never seen (random words).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import selfroute as sr
+
+SCALE = int(os.environ.get("SELFROUTE_HYPOTHESIS_SCALE", "1"))
+GRAMMAR = settings(
+    max_examples=200 * SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+HEADS = [
+    "text", "passage", "passages", "context", "document", "documents", "article", "paper",
+    "report", "filing", "statement", "statements", "excerpt", "excerpts", "book", "transcript",
+    "chunks", "text chunks", "snippets", "sources", "material", "study", "section", "chapter",
+]  # fmt: skip
+DETERMINERS = ["The", "These", "This", "The provided", "The given", "The retrieved", "Your"]
+POST = ["", " provided", " given", " above", " you shared", " from the paper", " in question"]
+NUMBERED = ["Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5"]
+NEGATIONS = ["does not", "doesn't", "did not", "didn't", "do not", "don't", "fails to", "cannot"]
+ADVERBS = ["", " explicitly", " directly", " specifically", " clearly", " actually", " really"]
+VERBS = [
+    "mention", "discuss", "provide", "specify", "state", "say", "contain", "include", "detail",
+    "describe", "address", "cover", "indicate", "reveal", "give", "explain", "list", "elaborate on",
+    "report", "disclose", "identify", "clarify", "outline", "talk about", "touch on",
+]  # fmt: skip
+THIRD_PERSON = [
+    "mentions", "discusses", "provides", "specifies", "states", "says", "contains", "includes",
+    "details", "describes", "addresses", "covers", "indicates", "reveals", "gives", "explains",
+    "lists", "reports", "discloses",
+]  # fmt: skip
+LEADS = [
+    "", "Unfortunately, ", "Based on the passages, ", "I apologize, but ", "I'm sorry, but ",
+    "After reviewing the passages, ", "According to the context, ", "However, ",
+]  # fmt: skip
+AFTER = [
+    "",
+    " It focuses on the history of the company.",
+    " The report primarily discusses other matters.",
+    " You may need to consult other sources.",
+    " Please provide more context.",
+    " I recommend checking the official website.",
+]
+ABSENCE_NOUNS = [
+    "mention", "information", "discussion", "details", "data", "reference", "indication",
+    "description", "explanation", "specific figures",
+]  # fmt: skip
+PARTICIPLES = ["mentioned", "specified", "provided", "stated", "given", "described", "reported"]
+
+word = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=3, max_size=8)
+modifiers = st.lists(word, max_size=2).map(lambda ws: "".join(f" {w}" for w in ws))
+objects = st.one_of(
+    st.builds(lambda w: f"the name of the {w}", word),
+    st.builds(lambda w, v: f"{w} {v}", word, word),
+    st.sampled_from(["his age", "the cost", "when the company was founded", "who won the award"]),
+)
+
+
+def _source(det: str, mods: str, head: str, post: str) -> str:
+    return f"{det}{mods} {head}{post}"
+
+
+sources = st.one_of(
+    st.builds(
+        _source,
+        st.sampled_from(DETERMINERS),
+        modifiers,
+        st.sampled_from(HEADS),
+        st.sampled_from(POST),
+    ),
+    st.sampled_from(NUMBERED),
+)
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if text else text
+
+
+@st.composite
+def source_declines(draw: st.DrawFn) -> str:
+    """Source phrase x negated verb of information x object, with a lead and a follow-up."""
+    lead = draw(st.sampled_from(LEADS))
+    source = draw(sources)
+    source = _lower_first(source) if lead else source
+    if draw(st.booleans()):
+        verb = f"{draw(st.sampled_from(NEGATIONS))}{draw(st.sampled_from(ADVERBS))} "
+        verb += draw(st.sampled_from(VERBS))
+    else:
+        verb = f"never {draw(st.sampled_from(THIRD_PERSON))}"
+    return f"{lead}{source} {verb} {draw(objects)}.{draw(st.sampled_from(AFTER))}"
+
+
+@st.composite
+def absence_declines(draw: st.DrawFn) -> str:
+    """Negative existentials, bare absences, inability and apology + absence."""
+    noun = draw(st.sampled_from(ABSENCE_NOUNS))
+    part = draw(st.sampled_from(PARTICIPLES))
+    src = _lower_first(draw(sources))
+    obj = draw(objects)
+    shapes = [
+        f"There is no {noun} of {obj} in {src}.",
+        f"There is no specific {noun} about {obj}.",
+        f"No {noun} about {obj} is {part} in {src}.",
+        f"No specific figures were {part} in {src} to answer this.",
+        f"None {part}.",
+        f"Not {part} in {src}.",
+        f"I could not find any {noun} about {obj} in {src}.",
+        f"I do not see any {noun} of {obj} in {src}.",
+        f"I apologize, but there is no {noun} in {src} about {obj}.",
+        f"None of the passages {draw(st.sampled_from(VERBS))} {obj}.",
+        f"Nothing in {src} {draw(st.sampled_from(THIRD_PERSON))} {obj}.",
+        f"{draw(sources)} makes no mention of {obj}.",
+        f"Unable to answer based on given passages.",  # noqa: F541 - the RAGTruth sentinel
+        f"The answer to this question is not {part} in {src}.",
+    ]
+    return draw(st.sampled_from(shapes)) + draw(st.sampled_from(AFTER))
+
+
+WH_QUESTIONS = ["What is {x}?", "Who is {x}?", "When was {x} founded?", "How much is {x}?"]
+
+
+@GRAMMAR
+@given(text=source_declines())
+def test_every_source_phrase_negated_verb_object_declines(text: str) -> None:
+    assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(text=absence_declines())
+def test_every_absence_construction_declines(text: str) -> None:
+    assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(text=st.one_of(source_declines(), absence_declines()), q=st.sampled_from(WH_QUESTIONS))
+def test_declines_still_decline_a_wh_question(text: str, q: str) -> None:
+    assert sr.parse_verdict(text, question=q.format(x="the director")).declined, text
+
+
+@GRAMMAR
+@given(
+    source=sources,
+    neg=st.sampled_from(NEGATIONS[:6]),
+    adverb=st.sampled_from(ADVERBS),
+    verb=st.sampled_from([*VERBS, "use", "evaluate", "train", "compare"]),
+    obj=objects,
+    aux=st.sampled_from(["Does", "Did", "Do"]),
+)
+def test_no_source_does_not_verb_x_answers_a_yes_no_question_about_x(
+    source: str, neg: str, adverb: str, verb: str, obj: str, aux: str
+) -> None:
+    src = _lower_first(source)
+    text = f"No, {src} {neg}{adverb} {verb} {obj}."
+    question = f"{aux} {src} {verb} {obj}?"
+    assert sr.parse_verdict(text, question=question).answered, (text, question)
+    if verb in VERBS:  # the same words without the question escalate (the safe default)
+        assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(text=source_declines(), cut=st.integers(1, 6))
+def test_a_streamed_grammar_decline_is_never_shown(text: str, cut: int) -> None:
+    """The sniffer holds every prefix of a grammar decline: nothing reaches the user."""
+    sniffer = sr.SentinelSniffer()
+    pieces = [text[i : i + cut] for i in range(0, len(text), cut)]
+    shown = "".join(sniffer.feed(p) for p in pieces)
+    assert shown == "" and not sniffer.released, (text, shown)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The text chunks provided do not mention the director.",
+        "The provided financial statement does not list the CEO's salary.",
+        "Paper 2 does not discuss the baseline.",
+        "Based on the provided chunks from the paper, there is no discussion of the dataset size.",
+        "After reviewing the passages, I do not see any mention of his wife.",
+        "The text provided does not mention his age.",
+        "None mentioned.",
+        "No specific figures were provided in the given chunks to determine the growth.",
+        "The model has not been explicitly evaluated on French in the provided paper.",
+        "I apologize, but there is no specific discussion in the provided text about the budget.",
+        "The report does not specify the revenue. It focuses on the company's strategy.",
+        "The filing does not give the figure; you may need to consult other reports.",
+        "Sure! Here's the answer based on the given passages: the passages do not mention it.",
+        "Passage 1 discusses yoga. Passage 2 describes breathing. Unable to answer based on given "
+        "passages.",
+        "The passages are not specific about the dosage.",
+        "I looked through the passages but couldn't find the answer.",
+    ],
+)
+def test_the_issue_families_decline(text: str) -> None:
+    assert sr.parse_verdict(text).declined
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The passages do not directly state the date. However, passage 2 says it was June 2010.",
+        "The passage does not explicitly state the cost, but it suggests a price of about $50.",
+        "Passage 1 states that a roof costs $5,000. Passage 3 does not mention the cost.",
+        "There is no cure for the common cold, but symptoms can be managed with rest.",
+        "He was not born in France; he was born in Belgium.",
+        "Paper 2 reports an F1 of 0.8.",
+        "Sure! Based on the passages provided, here's the answer: 12 minutes.",
+    ],
+)
+def test_committed_answers_after_or_beside_a_decline_answer(text: str) -> None:
+    assert sr.parse_verdict(text).answered
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "declined"),
+    [
+        # The question's item declared absent after a partial answer: escalate.
+        ("He died in 1972. The passages do not mention the cause.", "How did he die?", True),
+        ("He died in 1972. The cause is not mentioned.", "When did he die?", False),
+        ("They use SQuAD. The baselines are not specified.", "What baselines do they use?", True),
+        ("They use SQuAD. The hardware is not specified.", "Which datasets do they use?", False),
+        # Another passage answered: a per-passage decline is not the item declared absent.
+        ("Passage 1 says $50. Passage 2 does not mention the price.", "What is the price?", False),
+        # Yes/no questions: "No, ..." answers; "the paper does not mention X" answers "Does the
+        # paper mention X?" but declines "Did they use X?".
+        ("No, the paper does not mention BERT.", "Did they use BERT?", False),
+        ("The paper does not mention BERT.", "Does the paper mention BERT?", False),
+        ("The paper does not mention BERT.", "Did they use BERT?", True),
+        ("No information is provided about BERT.", "Did they use BERT?", True),
+    ],
+)
+def test_what_the_question_adds(text: str, question: str, declined: bool) -> None:
+    assert sr.parse_verdict(text, question=question).declined is declined
+    # Without the question the partial answers are answers and "No, ..." escalates.
+    if text.startswith("No,"):
+        assert sr.parse_verdict(text).declined
+
+
+#: How current models decline in RAG answers, written from knowledge of their habits (Llama-2/3-chat,
+#: Mistral, GPT-4o, Claude, Gemini, Qwen) before any held-out output was read.
+RAG_DECLINES = [
+    "Unable to answer based on given passages.",
+    "Unable to answer based on given passages. The passages do not provide information on the cost of a new roof.",
+    'Based on the given passages, I am unable to answer the question "how much does a roof cost" as there is no information provided about roofing costs.',
+    "I apologize, but the passages provided do not contain information about the population of Denver. Therefore, I am unable to answer your question based on the given passages.",
+    "I apologize, but I cannot provide an answer to your question as the passages provided do not mention the boiling point.",
+    "Based on the passages provided, there is no direct answer to the question of how long to bake salmon.",
+    "The passages do not provide a clear answer to the question of what causes hiccups.",
+    "Sure, I'd be happy to help! Based on the passages provided, I must inform you that the passages do not provide information about the price of the ticket.",
+    "Thank you for providing the passages. Unfortunately, the question cannot be answered based on the given passages as they do not discuss the topic.",
+    "Passage 1 does not mention the salary. Passage 2 talks about the job description. Passage 3 is about benefits.",
+    "The question cannot be answered based on the given passages as they do not provide the necessary information.",
+    "Based on the given passages, it is not possible to determine the exact date of the event.",
+    "None of the passages provide information on the side effects of the drug.",
+    "Unfortunately, none of the passages provide a direct answer to the question.",
+    "I'm sorry, but I couldn't find any information in the given passages that answers the question.",
+    "The passages provided do not contain enough information to answer the question.",
+    "I cannot answer this question based on the given passages as the information is not provided.",
+    "The given passages do not directly address the question of whether cats can eat grapes.",
+    "Sure! Here's the answer to your question based on the given passages: Unfortunately, the passages do not mention the capital.",
+    "Based on the provided passages, there is no information about the author of the book.",
+    "The passages do not provide enough information to determine the average salary.",
+    "Unable to answer based on given passages. The passages discuss the history of the company but do not mention its founder.",
+    "I'm unable to answer the question based on the given passages as they do not provide information about the topic.",
+    "Passage 1 discusses the benefits of yoga. Passage 2 describes breathing techniques. Unable to answer based on given passages.",
+    "The provided passages do not mention anything about the weather in Paris in May.",
+    "After carefully reviewing the passages, I could not find any mention of the actor's age.",
+    "The information you are looking for is not present in the given passages.",
+    "Based on the passages, the specific cost is not mentioned.",
+    "There is no mention of the cost in any of the passages.",
+    "The passages only discuss the symptoms of the disease and do not mention its treatment.",
+    "Hmm, the passages don't seem to say anything about that.",
+    "I'm afraid the provided context doesn't include the answer to this question.",
+    "The answer to this question is not contained in the provided passages.",
+    "Nowhere in the passages is the founding year mentioned.",
+    "The context you provided doesn't specify the version number.",
+    "The text chunks do not give the exact figure; you may want to check the company's annual report.",
+    "The 10-K filing excerpt provided does not break down revenue by region.",
+    "Paper 2 does not report results on the test set.",
+    "Based on the provided chunks from the paper, there is no discussion of hyperparameters.",
+    "The transcript does not indicate who chaired the meeting.",
+    "The provided financial statements do not include the CEO's compensation. They focus on the balance sheet and cash flows.",
+    "The documents don't really go into the reasons for the merger.",
+    "I looked through the passages but couldn't find the answer.",
+    "The passages provided are about a different topic and do not answer the question.",
+    "The retrieved excerpts make no reference to the treaty.",
+    "The provided passages contain no information regarding the event.",
+    "It is not clear from the passages who won the award.",
+    "The passages are not specific about the dosage.",
+    "I do not have enough information from the passages to answer this question.",
+    "The passages do not have any information on the topic.",
+    "No information is provided in the passages about the price.",
+    "There is no information in the given passages about the topic.",
+    "The given passages do not explicitly state the number of employees, but they do mention the company is large.",
+    "The given passages do not provide information on how to reset the router. You may need to consult the manufacturer's manual.",
+    "Not in the text.",
+    "Not found in the context.",
+    "There's nothing about the budget in the passages.",
+    "The given context is insufficient to answer the question.",
+    "The passages are unrelated to the question.",
+    "The passages are not relevant to the query.",
+    "Can't answer from the given passages.",
+    "Answer not found in the passages.",
+    "The question is asking for the population, but the passages only mention the area.",
+    "Based on the given passages, there isn't any information regarding the price.",
+    "The answer is not in the passages.",
+    "The information you are looking for is not in the provided documents.",
+    "The passages do not relate to the question.",
+    "I don't have information about the price in the provided context.",
+    "No relevant information found.",
+    "Based on the passages provided, the answer to the question is: Unable to answer based on given passages.",
+    "The answer is: Unable to answer based on given passages.",
+    "Answer: Unable to answer based on given passages.",
+    '"Unable to answer based on given passages."',
+    "Passage 1 does not mention the cost. Passage 2 does not mention the cost either.",
+    "Based on the information provided in the passages, the answer to the question is unable to be determined.",
+    "The question cannot be answered based on the given passages. Passage 1 talks about X and passage 2 about Y.",
+    "Based on the given passages, it appears that the passages do not provide information on the cost.",
+    "To answer your question, the passages do not provide a direct answer.",
+]
+#: Answers that contain refusal words, a hedge, or a partial decline next to a committed answer.
+RAG_ANSWERS = [
+    'Based on the given passages, the answer to the question "how long to bake salmon" is 12 to 15 minutes at 400 degrees Fahrenheit.',
+    "Sure! Based on the passages provided, here's the answer to your question: The population of Denver is about 715,000.",
+    "According to passage 2, the boiling point of water is 100 degrees Celsius at sea level.",
+    "Passage 1 states that the cost of a new roof ranges from $5,000 to $10,000. Passage 3 does not mention the cost.",
+    "The cost of a roof is between $5,000 and $10,000. However, the passages do not mention the cost of labor.",
+    "Hiccups are caused by involuntary contractions of the diaphragm.",
+    "No, cats should not eat grapes because grapes can cause kidney failure.",
+    "Yes, the passages mention that the treaty was signed in 1648.",
+    "The passage does not explicitly state the cost, but it suggests a price of around $50.",
+    "The passages do not directly state the date. However, passage 2 says the event took place in June 2010.",
+    "There is no cure for the common cold, but symptoms can be managed with rest and fluids.",
+    "The average salary is $55,000 per year, according to the passages.",
+    "The drug does not cause drowsiness, according to passage 1.",
+    "Based on the passages, the main side effects include nausea, headache and dizziness.",
+    "The term refers to a type of tax that is not collected by the federal government.",
+    "There are no fees for opening an account.",
+    "The president does not have the power to dissolve parliament.",
+    "He was not born in France; he was born in Belgium.",
+    "The treatment was not approved by the FDA until 2005.",
+    "The recipe does not include eggs, so it is suitable for vegans.",
+    "Passage 3 discusses the symptoms of flu, which include fever, cough and fatigue.",
+    "No, it is not safe to eat raw chicken.",
+    "It is not recommended to take ibuprofen on an empty stomach.",
+    "The recommended dose is not more than 4 grams per day.",
+    "Based on the passages, a passport is not required for travel between the two countries.",
+    "According to passage 1, the fee is not refundable.",
+    "The cost is not specified, but it typically ranges from $100 to $200.",
+    "The passages do not provide a specific number, but they suggest that the average is around 10.",
+    "Sure! Based on the given passages, the answer to your question is: 15 minutes.",
+    "Thank you for providing the passages! Based on passage 1, a tsunami is a series of waves.",
+    'Based on the given passages, the answer to the question "what is a tsunami" is not explicitly stated. However, passage 2 mentions that a tsunami is a series of ocean waves.',
+    'The term "escrow" is not defined in the passages, but it generally refers to a legal arrangement.',
+    "The data does not show a significant difference between the groups.",
+    "The study did not find any link between coffee and cancer.",
+    "The report found no evidence of fraud.",
+    "The book does not have a happy ending.",
+    "The law does not apply to small businesses.",
+    "Water does not contain calories.",
+    "The passage explains that the drug does not cause drowsiness.",
+    "The text states that he never mentioned his wife.",
+    "The law does not specify a minimum age, so anyone can apply.",
+    "Tax is not included in the price.",
+    "The price does not include tax.",
+    "Salmon is done when it flakes easily; the passages do not mention a thermometer.",
+    'In the passages, the author does not use the word "love", which suggests detachment.',
+    "No data was lost during the migration.",
+    "No fee is charged for the first withdrawal.",
+    "There are no side effects reported in the passages for this drug, making it safe.",
+    "I'm just an AI, I don't have access to real-time information. However, based on the passages provided, the cost is $50.",
+    "Unable to answer based on given passages. However, passage 2 mentions that the fee is $20.",
+]
+
+
+@pytest.mark.parametrize("text", RAG_DECLINES)
+def test_rag_style_declines(text: str) -> None:
+    assert sr.parse_verdict(text).declined
+
+
+@pytest.mark.parametrize("text", RAG_ANSWERS)
+def test_rag_style_answers(text: str) -> None:
+    assert sr.parse_verdict(text).answered

@@ -1,0 +1,102 @@
+"""Verdict parsing on the held-out source: 531 RAGTruth answers (tests/fixtures/refusals).
+
+The detector's rules were written from LongBench Qasper, InfiniteBench, grammar-generated sentences
+and knowledge of how models decline, then frozen and committed; only then was this file, labelled
+by another engineer, read. Measured at the freeze (commit "#15 detector frozen before held-out"):
+default mode precision 0.877, recall 0.927 (with the question: 0.851 / 0.927; with the RAGTruth
+sentinel configured: 0.879 / 0.943). After rule changes made from its errors (so no longer a clean
+held-out score): 0.921 / 0.943 in every non-strict setting. The floors below sit just under the
+current scores, so a rule change that loses accuracy on this source fails; ``-s`` prints the errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import selfroute as sr
+from benchmarks.verdict_eval import Confusion
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / "ragtruth_labelled.jsonl"
+RAGTRUTH_SENTINEL = "Unable to answer based on given passages"
+FIELDS = {
+    "source", "model", "task", "id", "stratum", "question", "prediction", "declined", "partial",
+    "note", "split",
+}  # fmt: skip
+
+
+def _load() -> list[dict[str, object]]:
+    with FIXTURE.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+ROWS = _load()
+
+
+def _confusion(
+    *, sentinel: str = sr.DEFAULT_SENTINEL, strict: bool = False, with_question: bool = False
+) -> Confusion:
+    c = Confusion()
+    for row in ROWS:
+        q = str(row["question"]) if with_question else None
+        verdict = sr.parse_verdict(
+            str(row["prediction"]), sentinel=sentinel, strict=strict, question=q
+        )
+        c.add(verdict.declined, row)
+    return c
+
+
+def test_fixture_is_well_formed() -> None:
+    assert FIXTURE.stat().st_size < 1_000_000
+    assert len(ROWS) == 531
+    for row in ROWS:
+        assert set(row) == FIELDS
+        assert row["source"] == "ragtruth" and row["split"] == "holdout"
+        assert isinstance(row["declined"], bool) and isinstance(row["partial"], bool)
+        assert row["declined"] or not row["partial"]  # partial answers are declines
+        assert row["note"] and row["question"]
+    models = Counter(str(row["model"]) for row in ROWS)
+    assert set(models) == {
+        "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat", "mistral-7B-instruct",
+    }  # fmt: skip
+    assert sum(bool(r["declined"]) for r in ROWS) == 123
+
+
+@pytest.mark.parametrize(
+    ("settings", "min_precision", "min_recall"),
+    [
+        ({}, 0.91, 0.93),
+        ({"with_question": True}, 0.91, 0.93),
+        ({"sentinel": RAGTRUTH_SENTINEL}, 0.91, 0.93),
+        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.91, 0.93),
+        ({"sentinel": RAGTRUTH_SENTINEL, "strict": True}, 0.91, 0.82),
+    ],
+    ids=["default", "question", "sentinel", "sentinel+question", "strict+sentinel"],
+)
+def test_precision_and_recall_on_the_held_out_source(
+    settings: dict[str, Any], min_precision: float, min_recall: float
+) -> None:
+    c = _confusion(**settings)
+    print("\n" + c.summary(f"RAGTruth {settings}"))
+    assert (c.precision or 0.0) >= min_precision
+    assert (c.recall or 0.0) >= min_recall
+
+
+def test_strict_with_the_default_sentinel_catches_nothing_here() -> None:
+    """RAGTruth's prompt asks for its own sentinel: strict mode with "unanswerable" declines only
+    empty output, and there is none -- a configuration error the docs warn about."""
+    assert _confusion(strict=True).tp == 0
+
+
+def test_bare_sentinel_declines_are_caught_in_every_mode() -> None:
+    rows = [r for r in ROWS if str(r["prediction"]).strip().startswith(RAGTRUTH_SENTINEL)]
+    assert rows
+    for row in rows:
+        text = str(row["prediction"])
+        assert sr.parse_verdict(text).declined, text
+        strict = sr.parse_verdict(text, sentinel=RAGTRUTH_SENTINEL, strict=True)
+        assert strict.kind is sr.VerdictKind.SENTINEL
