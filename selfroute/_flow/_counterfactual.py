@@ -84,6 +84,8 @@ def price_always_lc(state: FlowState) -> Steps[Priced]:
         )
         if docs:
             lc = count_long_context(state.question, docs, state.config)
+            if lc.fitted.truncated:  # priced at the window's capacity: the model's own tokens
+                return Priced(lc.tokens, state.counter.source, lc.fitted)
             return Priced(*in_provider_tokens(lc.tokens, state), lc.fitted)
     except Exception:  # pricing must never cost the answer
         pass
