@@ -209,6 +209,17 @@ def loopback_openai(*, latency_s: float = 0.0, token_delay_s: float = 0.0) -> It
 
 
 @contextlib.contextmanager
+def loopback_openai_extractive() -> Iterator[Any]:
+    """The scripted OpenAI server answering every prompt with :class:`selfroute.ExtractiveReader`
+    (answers from its prompt, or declines), in this process."""
+    from tests.support._loopback import extractive_responder
+    from tests.support.openai_server import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(extractive_responder()) as srv:
+        yield srv
+
+
+@contextlib.contextmanager
 def loopback_openai_process(*, latency_s: float) -> Iterator[Any]:
     """The same scripted server (every reply :data:`ANSWER`, Nagle off) in a child process.
 

@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, str] = {
     "7": "benchmarks.bench_policies",
     "8": "benchmarks.bench_scale",
     "9": "benchmarks.bench_batch",
+    "10": "benchmarks.bench_startup",
 }
 
 START = "<!-- results:start -->"

@@ -27,6 +27,7 @@ from langchain_selfroute._chroma import (
     index_documents,
 )
 from langchain_selfroute._embeddings import HashingEmbeddings
+from langchain_selfroute._extractive import ExtractiveChatModel
 from langchain_selfroute._handlers import (
     TAG_LONG_CONTEXT,
     TAG_NOSTREAM,
@@ -61,6 +62,7 @@ __all__ = [
     "TAG_RAG",
     "TAG_RETRIEVE",
     "ChromaParentLoader",
+    "ExtractiveChatModel",
     "HashingEmbeddings",
     "LangChainHandler",
     "LongContextPlan",

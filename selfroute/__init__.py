@@ -47,6 +47,7 @@ from selfroute._errors import (
     RetrievalError,
     SelfRouteError,
 )
+from selfroute._extractive import ExtractiveReader
 from selfroute._fitting import ContextDocument, FittedContext, OverflowStrategy, fit_context
 from selfroute._flow import (
     AsyncStepHandler,
@@ -145,6 +146,7 @@ __all__ = [
     "ConfigurationError",
     "ContextDocument",
     "ContextOverflowError",
+    "ExtractiveReader",
     "FittedContext",
     "FlowEvent",
     "FunctionHandler",

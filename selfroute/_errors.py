@@ -124,14 +124,18 @@ class LongContextError(SelfRouteError):
 class MissingDependencyError(SelfRouteError, ImportError):
     """An optional dependency is not installed.
 
+    The message names the ``pip install`` line that works for this installation: ``pip install
+    -e '.[EXTRA]'`` in a checkout, the wheel's path for a wheel, ``selfroute[EXTRA]`` from an index.
+
     Attributes:
-        extra: The ``pip install 'selfroute[EXTRA]'`` extra that provides it.
+        extra: The extra (``pip install 'selfroute[EXTRA]'``) that provides it.
     """
 
     def __init__(self, package: str, extra: str) -> None:
+        from selfroute._install import install_command
+
         super().__init__(
-            f"{package} is required for this feature; install it with "
-            f"pip install 'selfroute[{extra}]'",
+            f"{package} is required for this feature; install it with {install_command(extra)}",
             package=package,
             extra=extra,
         )

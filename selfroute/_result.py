@@ -224,7 +224,10 @@ class RouteResult:
         long_context_tokens: The always-long-context counterfactual: input tokens that sending the
             whole document would have cost for this question. Provider-reported when the LC step
             ran, else counted locally (see ``long_context_tokens_source``). ``None`` if unknown.
-        long_context_tokens_source: ``provider``, ``tokenizer`` or ``heuristic``.
+        long_context_tokens_source: ``provider`` (the long-context step ran), ``provider_scaled``
+            (counted locally, then scaled by the provider/local ratio measured on this call's RAG
+            prompt, so that both sides of ``token_ratio`` are the provider's tokens),
+            ``tokenizer`` or ``heuristic`` (counted locally; the provider reported nothing).
         context: Facts about the long context sent or priced (size, strategy, truncation).
         cost: Money spent, from the price table (``None`` without prices).
         long_context_cost: Money the always-LC counterfactual would have cost.

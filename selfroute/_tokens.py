@@ -1,13 +1,18 @@
 """Counting tokens before a call.
 
 After a call, the provider's reported usage is authoritative. Before a call (to fit a document into
-a window, or to price the always-long-context counterfactual) selfroute counts with ``tiktoken``,
-loaded offline from the encodings that ``llama-index-core`` ships, and otherwise falls back to a
-labelled characters-per-token heuristic. Counts carry a ``source`` so estimates stay labelled.
+a window, or to price the always-long-context counterfactual) selfroute counts with ``tiktoken``
+(a declared dependency) and the ``o200k_base`` encoding that ships inside the package
+(``selfroute/data``), so the count is the same on every install, online or not, whatever else is
+installed. Other encodings are used when ``TIKTOKEN_CACHE_DIR`` (or llama-index-core's cache) holds
+them; without ``tiktoken`` it falls back to a labelled characters-per-token heuristic. Counts carry
+a ``source`` and every counter a ``name`` (``tiktoken:o200k_base``), so estimates stay labelled.
 """
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import os
 import sys
@@ -135,18 +140,78 @@ def _on_disk(encoding: str, cache_dir: str) -> bool:
     return os.path.isfile(os.path.join(cache_dir, key))
 
 
+_DATA = Path(__file__).resolve().parent / "data"
+
+#: The encodings shipped in ``selfroute/data``: the split pattern, special tokens and the SHA-256
+#: of the rank file, as tiktoken's own ``tiktoken_ext.openai_public`` defines them.
+_BUNDLED: dict[str, dict[str, Any]] = {
+    "o200k_base": {
+        "pat_str": "|".join(
+            [
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""\p{N}{1,3}""",
+                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        "special_tokens": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    }
+}
+
+
+def _bundled_encoding(tiktoken: Any, encoding: str) -> Any:
+    """``encoding`` built from the rank file shipped in ``selfroute/data`` (checked by hash)."""
+    spec = _BUNDLED[encoding]
+    raw = gzip.decompress((_DATA / f"{encoding}.tiktoken.gz").read_bytes())
+    if hashlib.sha256(raw).hexdigest() != spec["sha256"]:
+        raise ValueError(f"selfroute/data/{encoding}.tiktoken.gz is damaged (hash mismatch)")
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in raw.splitlines() if line)
+    }
+    return tiktoken.Encoding(
+        name=encoding,
+        pat_str=spec["pat_str"],
+        mergeable_ranks=ranks,
+        special_tokens=dict(spec["special_tokens"]),
+    )
+
+
+def _cached_encoding(tiktoken: Any, encoding: str) -> Any | None:
+    """``encoding`` from tiktoken's on-disk cache, never downloading it."""
+    previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+    cache_dir = previous or _llama_index_tiktoken_cache()
+    if not cache_dir or not _on_disk(encoding, cache_dir):
+        return None
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
+    try:
+        return tiktoken.get_encoding(encoding)
+    except Exception:  # a damaged cache: fall back, labelled heuristic
+        return None
+    finally:
+        if previous is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+
+
 _lock = threading.Lock()
 _cache: dict[str, TokenCounter] = {}
 
 
 def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
-    """The counter used before calls: tiktoken ``encoding`` offline, else a heuristic.
+    """The counter used before calls: tiktoken ``encoding``, offline; else a heuristic.
 
-    Looks for encodings in ``TIKTOKEN_CACHE_DIR`` if set, else in the cache ``llama-index-core``
-    ships. Never downloads: if the encoding is not on disk, returns a :class:`HeuristicCounter`.
+    ``o200k_base`` (the default, GPT-4o family) is built from the copy shipped in the package,
+    so every install counts the same. Another encoding (``cl100k_base``) is read from
+    ``TIKTOKEN_CACHE_DIR`` if set, else from the cache ``llama-index-core`` ships. Never
+    downloads: an encoding that is not on disk gives a :class:`HeuristicCounter` (its ``name``
+    says so).
 
     Args:
-        encoding: ``o200k_base`` (GPT-4o family) or ``cl100k_base``.
+        encoding: ``o200k_base`` or another tiktoken encoding name.
     """
     with _lock:
         if encoding in _cache:
@@ -157,16 +222,11 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
         except ImportError:
             tiktoken = None  # type: ignore[assignment]
         if tiktoken is not None:
-            previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-            cache_dir = previous or _llama_index_tiktoken_cache()
-            if cache_dir and _on_disk(encoding, cache_dir):  # never let tiktoken download
-                os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
-                try:
-                    counter = TiktokenCounter(tiktoken.get_encoding(encoding), encoding)
-                except Exception:  # offline and not cached: fall back, labelled heuristic
-                    counter = HeuristicCounter()
-                finally:
-                    if previous is None:
-                        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            if encoding in _BUNDLED:
+                enc = _bundled_encoding(tiktoken, encoding)
+            else:
+                enc = _cached_encoding(tiktoken, encoding)
+            if enc is not None:
+                counter = TiktokenCounter(enc, encoding)
         _cache[encoding] = counter
         return counter

@@ -151,7 +151,7 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
         gen,
         used,
         state.counter,
-        None,
+        state.counter.count(used),  # the local count beside the provider's: see _counterfactual
         verdict=outcome.verdict.kind.value,
         k=len(passages),
         structured=outcome.structured,

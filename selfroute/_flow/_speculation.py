@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from selfroute._flow._counterfactual import in_provider_tokens
 from selfroute._flow._fit import fit_long_context
 from selfroute._flow._state import (
     CALLER_ERRORS,
@@ -97,7 +98,7 @@ def cancel_speculation(state: FlowState) -> Steps[tuple[FlowState, Priced]]:
         late = None
     finished = late if isinstance(late, Generation) else None
     record = wasted_record(spec, finished, state.counter)
-    priced = Priced(spec.lc.tokens, state.counter.source, spec.lc.fitted)
+    priced = Priced(*in_provider_tokens(spec.lc.tokens, state), spec.lc.fitted)
     return state.with_step(record), priced
 
 

@@ -488,6 +488,19 @@ def _write(path: Path, values: dict[str, object | None]) -> None:
         raise
 
 
+def score_scale_of(results: str | os.PathLike[str]) -> str | None:
+    """The retriever score scale of an eval run (its ``summary.json``): ``bm25`` for the eval's
+    own retriever; ``None`` when the run does not say (a custom retriever, an older run)."""
+    path = Path(results)
+    folder = path if path.is_dir() else path.parent
+    try:
+        data = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    scale = data.get("score_scale") if isinstance(data, dict) else None
+    return scale if isinstance(scale, str) and scale else None
+
+
 # -- the command --------------------------------------------------------------------------------
 def run_calibrate(args: argparse.Namespace) -> int:
     """``selfroute calibrate RESULTS``."""
@@ -497,9 +510,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"Calibrating pre-routing on {args.results} (Self-Route, k={k}; objective: tokens)")
     print(result.table())
     threshold = result.min_top_score
+    scale = score_scale_of(args.results)
     values: dict[str, object | None] = {
         "global_questions": result.global_questions,
         "min_top_score": threshold,
+        "score_scale": scale if threshold is not None else None,
     }
     print()
     if threshold is None:
@@ -511,10 +526,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
             f"questions pre-routed, {saved:.1%} fewer input tokens than plain Self-Route, "
             f"{result.best.lost} answer(s) from chunks lost"
         )
+    where = {
+        "bm25": "`selfroute ask --doc` (the same BM25 as eval's)",
+        "bm25s": "the store's `--retrieval bm25`",
+        "rrf": "the store's `--retrieval hybrid`",
+        "cosine": "the store's `--retrieval dense`",
+    }.get(scale or "", "a retriever with the same scores")
     print(
-        "note: the threshold is on the score scale of the eval run's retriever (BM25 over "
-        "300-word chunks): it applies where the same retriever scores the chunks "
-        "(`selfroute ask --doc`), not to another retriever's scores"
+        f"note: the threshold is on the {scale or 'unrecorded'} score scale of the eval run's "
+        f"retriever: it applies to {where}; `ask` refuses it with a retriever on another scale"
     )
     if args.no_write:
         return 0
@@ -531,7 +551,8 @@ def add_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], epilog: str
         "calibrate",
         parents=list(parents),
         help="pick pre-routing settings (min_top_score, global questions) from an eval run",
-        description=__doc__.split("\n\n")[0] + " Reads the results.jsonl of `selfroute eval` "
+        description="Pick the pre-routing settings from a `selfroute eval` run. Reads the "
+        "results.jsonl of `selfroute eval` "
         "(a run without pre-routing), prints the trade-off and writes [pre_route] into the "
         "config file (--config, else ./selfroute.toml), keeping its other settings.",
         epilog=epilog,

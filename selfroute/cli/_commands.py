@@ -18,10 +18,11 @@ from typing import Any, TextIO
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
+from selfroute._pricing import PriceTable
 from selfroute._question import validate_question
 from selfroute._result import RouteResult, RouteStats
 from selfroute.cli._config import Settings, load_toml, resolve
-from selfroute.cli._models import ModelSpec, build_chat_model, parse_model_spec
+from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
 from selfroute.cli._output import (
     NOT_FOUND,
     RETRACTED,
@@ -34,6 +35,7 @@ from selfroute.cli._output import (
     format_sources,
     format_stats,
     printable,
+    unpriced_models,
 )
 from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
@@ -168,6 +170,7 @@ class _Session:
     long_context: ModelSpec
     currency: str
     retrieval: str
+    prices: PriceTable | None = None
 
 
 def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
@@ -212,13 +215,46 @@ def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
     none) shares ``--base-url``, while ``openai:``/``google:`` means that provider's own API."""
     if not settings.lc_model:
         return ModelSpec(rag.provider, rag.name, settings.lc_base_url or rag.base_url)
-    explicit = parse_model_spec(settings.lc_model)
-    bare = explicit.name == settings.lc_model.strip()
+    bare = not has_provider(settings.lc_model)
     base_url = settings.lc_base_url or (settings.base_url if bare else None)
-    return ModelSpec(explicit.provider, explicit.name, base_url)
+    return parse_model_spec(settings.lc_model, base_url, flag="--lc-model")
+
+
+_WHERE = {
+    "flag": "--min-top-score",
+    "env": "SELFROUTE_MIN_TOP_SCORE",
+    "file": "[pre_route] in the config file",
+    "default": "the default",
+}
+
+
+def check_score_scale(settings: Settings, doc: str | None) -> None:
+    """Refuse a ``min_top_score`` fitted on another score scale than this ``ask``'s retriever's.
+
+    Raises:
+        ConfigurationError: ``score_scale`` is recorded and differs, naming both and the fixes.
+    """
+    fitted = settings.score_scale
+    if settings.min_top_score is None or fitted is None:
+        return
+    from selfroute.stores._retriever import SCORE_SCALES
+
+    scale = "bm25" if doc is not None else SCORE_SCALES[settings.retrieval]
+    if scale == fitted:
+        return
+    retriever = "--doc (bm25)" if doc is not None else f"--retrieval {settings.retrieval}"
+    same = [m for m, s in SCORE_SCALES.items() if s == fitted]
+    fixes = f"--retrieval {same[0]}" if same else "--doc FILE (the core's BM25, as in eval)"
+    raise ConfigurationError(
+        f"min_top_score {settings.min_top_score:g} (from {_WHERE[settings.source('min_top_score')]}) was "
+        f"fitted on {fitted} scores, but this ask retrieves with {retriever}, whose scores are "
+        f"{scale}: every question would be judged on the wrong scale. Use {fixes}, calibrate "
+        "on an eval run with this retriever, or remove min_top_score"
+    )
 
 
 def _session(settings: Settings, doc: str | None) -> _Session:
+    check_score_scale(settings, doc)
     rag_spec = parse_model_spec(settings.model, settings.base_url)
     lc_spec = _lc_spec(settings, rag_spec)
     common = {
@@ -246,7 +282,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
             metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
         )
         route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
-        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc")
+        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc", kwargs.get("prices"))
     from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
     from selfroute.stores._retriever import HybridRetriever
 
@@ -255,7 +291,7 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
     retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
     route = retriever.as_self_route(llm, **kwargs)
-    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval)
+    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval, kwargs.get("prices"))
 
 
 def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
@@ -263,6 +299,8 @@ def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
     data["shown_answer"] = format_answer(result)
     data["models"] = {"rag": str(session.rag), "long_context": str(session.long_context)}
     data["retrieval"] = session.retrieval
+    if session.prices is not None:
+        data["unpriced_models"] = unpriced_models(result, session.prices)
     return data
 
 
@@ -272,7 +310,7 @@ def _report(result: RouteResult, session: _Session, args: argparse.Namespace) ->
     citations = format_citations(result)
     if citations:
         parts.append(citations)
-    parts.append(format_result(result, currency=session.currency))
+    parts.append(format_result(result, currency=session.currency, prices=session.prices))
     if args.show_sources:
         parts.append(format_sources(result.sources))
     return "\n".join(parts)

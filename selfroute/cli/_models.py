@@ -13,10 +13,22 @@ from typing import Any
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._errors import MissingCredentialsError
 
-__all__ = ["ModelSpec", "build_chat_model", "parse_model_spec"]
+__all__ = ["OFFLINE_READER", "ModelSpec", "build_chat_model", "has_provider", "parse_model_spec"]
 
-_PROVIDERS = {"openai": "openai", "google": "google", "gemini": "google", "google_genai": "google"}
-_KEYS = {"openai": ("OPENAI_API_KEY",), "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
+_PROVIDERS = {
+    "openai": "openai",
+    "google": "google",
+    "gemini": "google",
+    "google_genai": "google",
+    "offline": "offline",
+}
+_KEYS = {
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "offline": (),
+}
+#: The one model of the ``offline`` provider: the built-in extractive reader.
+OFFLINE_READER = "extractive"
 #: Placeholder key for local OpenAI-compatible servers, which ignore it.
 LOCAL_KEY = "not-needed"
 
@@ -26,7 +38,7 @@ class ModelSpec:
     """A parsed model spec.
 
     Attributes:
-        provider: ``openai`` or ``google``.
+        provider: ``openai``, ``google`` or ``offline`` (the built-in extractive reader).
         name: The model name.
         base_url: A server other than the provider's own (OpenAI-compatible for ``openai``).
     """
@@ -40,27 +52,54 @@ class ModelSpec:
         return f"{self.provider}:{self.name}{where}"
 
 
-def parse_model_spec(spec: str, base_url: str | None = None) -> ModelSpec:
-    """Parse ``openai:NAME``, ``google:NAME`` or a bare ``NAME``.
+def has_provider(spec: str) -> bool:
+    """Whether ``spec`` starts with a known provider (``openai:``, ``google:``, ``offline``)."""
+    text = (spec or "").strip().lower()
+    prefix, sep, _ = text.partition(":")
+    return text == "offline" or (bool(sep) and prefix.strip() in _PROVIDERS)
 
-    A bare name is an OpenAI-protocol model (at ``base_url`` when given). A ``:`` inside a bare
-    name is kept when the prefix is not a provider (``llama3.1:8b`` for Ollama).
+
+def parse_model_spec(spec: str, base_url: str | None = None, *, flag: str = "--model") -> ModelSpec:
+    """Parse ``openai:NAME``, ``google:NAME``, ``offline`` or a bare ``NAME``.
+
+    A bare name is an OpenAI-protocol model (at ``base_url`` when given). With ``base_url``, a
+    ``:`` inside a bare name is kept (``llama3.1:8b`` for Ollama); without one, an unknown prefix
+    is an unknown provider (``anthropic:claude-...``) and is refused by name.
 
     Raises:
-        ConfigurationError: Empty spec or empty name.
+        ConfigurationError: Empty spec, empty name, unknown provider or unknown offline reader.
     """
     text = (spec or "").strip()
     if not text:
-        raise ConfigurationError("--model is empty; write openai:NAME, google:NAME or NAME")
+        raise ConfigurationError(
+            f"{flag} is empty; write openai:NAME, google:NAME, offline or NAME"
+        )
+    if text.lower() == "offline":
+        return ModelSpec("offline", OFFLINE_READER)
     prefix, sep, rest = text.partition(":")
     provider = _PROVIDERS.get(prefix.strip().lower()) if sep else None
+    if sep and provider is None and not base_url:
+        raise ConfigurationError(
+            f"{flag} {text}: unknown provider {prefix.strip()!r}; use openai:NAME, google:NAME, "
+            "offline (the built-in keyless reader), or NAME --base-url URL for an "
+            "OpenAI-compatible server (a name with ':' such as llama3.1:8b needs --base-url)"
+        )
     name = rest.strip() if provider else text
     if not name:
         raise ConfigurationError(f"model spec {spec!r} names no model (write {prefix}:NAME)")
+    if provider == "offline":
+        if name.lower() != OFFLINE_READER:
+            raise ConfigurationError(
+                f"{flag} {text}: the offline provider has one reader, '{OFFLINE_READER}' "
+                "(write offline or offline:extractive)"
+            )
+        return ModelSpec("offline", OFFLINE_READER)
     return ModelSpec(provider or "openai", name, base_url or None)
 
 
 def _key(spec: ModelSpec, flag: str) -> str:
+    if spec.provider == "offline":
+        return ""
     for variable in _KEYS[spec.provider]:
         value = os.environ.get(variable, "").strip()
         if value:
@@ -98,6 +137,12 @@ def build_chat_model(
         MissingDependencyError: ``langchain-openai`` / ``langchain-google-genai`` missing.
     """
     key = _key(spec, flag)
+    if spec.provider == "offline":
+        try:
+            from langchain_selfroute._extractive import ExtractiveChatModel
+        except ImportError as exc:
+            raise MissingDependencyError("langchain-core", "cli") from exc
+        return ExtractiveChatModel()
     if spec.provider == "openai":
         try:
             from langchain_openai import ChatOpenAI

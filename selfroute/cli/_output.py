@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._grounding import Citation, locate_quote
-from selfroute._result import Abstention, Passage, Reason, Route, RouteResult, RouteStats
+from selfroute._pricing import PriceTable
+from selfroute._result import (
+    Abstention,
+    Passage,
+    Reason,
+    Route,
+    RouteResult,
+    RouteStats,
+)
 from selfroute.stores._store import IndexReport, StoreStats
 
 __all__ = [
@@ -115,8 +123,33 @@ def _money(value: float, currency: str) -> str:
     return f"{symbol}{value:.6f}".rstrip("0").rstrip(".") if value else f"{symbol}0"
 
 
-def format_result(result: RouteResult, *, currency: str = "USD") -> str:
-    """The report under an answer: route, reason, tokens per step, always-LC, ratio, latency."""
+def unpriced_models(result: RouteResult, prices: PriceTable) -> list[str]:
+    """The models of ``result``'s steps that ``prices`` has no price for (``(unnamed)`` for a
+    step whose model reported no name)."""
+    return sorted({s.model or "(unnamed)" for s in result.steps if not prices.knows(s.model)})
+
+
+def _price_note(result: RouteResult, prices: PriceTable | None) -> str | None:
+    """Why the cost line is missing or partial, naming the models without a price."""
+    if prices is None:
+        return None
+    missing = unpriced_models(result, prices)
+    if not missing:
+        return None
+    what = "not shown" if result.cost is None else "partial (priced steps only)"
+    names = ", ".join(repr(m) for m in missing)
+    known = ", ".join(sorted(prices.prices)) or "nothing"
+    return (
+        f"cost        {what}: no price for {names} (--prices has {known}); "
+        "add NAME=IN/OUT to --prices"
+    )
+
+
+def format_result(
+    result: RouteResult, *, currency: str = "USD", prices: PriceTable | None = None
+) -> str:
+    """The report under an answer: route, reason, tokens per step, always-LC, ratio, cost,
+    latency. With ``prices``, a model without a price is named instead of a silent gap."""
     why = _REASONS.get(result.reason, "")
     lines = [f"route       {result.route.value}  [{result.reason.value}] {why}".rstrip()]
     if result.abstention is not None:
@@ -164,11 +197,17 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
         spent = result.usage.input_tokens
         ratio = result.token_ratio or 0.0
         source = result.long_context_tokens_source or "estimate"
-        label = "reported by the provider" if source == "provider" else f"{source} count"
+        label = _lc_source_label(result, source)
         count = (result.context or {}).get("documents") or 1
         what = "the whole document" if count == 1 else f"the {count} whole documents"
         lines.append(f"always-LC   {lc:,} input tokens to send {what} ({label})")
-        if spent < lc:
+        rag_ran = any(s.stage.value == "rag" for s in result.steps)
+        if not rag_ran:
+            lines.append(
+                f"ratio       {ratio:.1%} of always-LC input tokens (no RAG attempt: the "
+                "question went straight to the long context)"
+            )
+        elif spent < lc:
             lines.append(
                 f"ratio       {ratio:.1%} of always-LC input tokens; saved {lc - spent:,} "
                 f"({1 - ratio:.0%})"
@@ -185,10 +224,29 @@ def format_result(result: RouteResult, *, currency: str = "USD") -> str:
         if result.long_context_cost is not None:
             money += f"  (always-LC: {_money(result.long_context_cost, currency)})"
         lines.append(money)
+    price_note = _price_note(result, prices)
+    if price_note is not None:
+        lines.append(price_note)
     lines.append(f"latency     {result.latency_s:.2f} s")
     if result.error:
         lines.append(f"note        {result.error}")
     return "\n".join(lines)
+
+
+def _lc_source_label(result: RouteResult, source: str) -> str:
+    """How the always-LC count was made, for the report line."""
+    if source == "provider":
+        return "reported by the provider"
+    if source == "provider_scaled":
+        from selfroute._flow._counterfactual import provider_ratio
+
+        ratio = provider_ratio(result.steps)
+        scale = f" × {ratio:.2f}" if ratio is not None else ""
+        return (
+            f"tokenizer count{scale}: the provider/tokenizer ratio of this call's RAG prompt, "
+            "so both sides are the provider's tokens"
+        )
+    return f"{source} count"
 
 
 def _step_name(stage: str, k: int | None) -> str:

@@ -620,6 +620,8 @@ def chat_model_from_spec(
     * ``google:gemini-2.5-flash`` -- ``ChatGoogleGenerativeAI`` (``GOOGLE_API_KEY``).
     * ``NAME`` with ``base_url`` -- ``ChatOpenAI`` against any OpenAI-compatible server (vLLM,
       llama.cpp, Ollama, a gateway); a key is optional there.
+    * ``offline`` -- the built-in keyless extractive reader (toy quality; see
+      :class:`~selfroute.ExtractiveReader`).
 
     Raises:
         ConfigurationError: Malformed spec or unknown provider.
@@ -627,6 +629,10 @@ def chat_model_from_spec(
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigurationError("model spec must be a non-empty string like 'openai:gpt-4o-mini'")
+    if spec.strip().lower() in ("offline", "offline:extractive"):
+        from langchain_selfroute._extractive import ExtractiveChatModel
+
+        return ExtractiveChatModel()
     provider, sep, name = spec.strip().partition(":")
     if not sep:
         if base_url is None:

@@ -88,6 +88,10 @@ class BM25Retriever:
     One index is built per document and reused by every question over it.
     """
 
+    #: What its ``Passage.score`` values are: Okapi BM25 scores (``selfroute calibrate`` records
+    #: it beside a threshold fitted on them).
+    score_scale = "bm25"
+
     def __init__(self, *, chunk_words: int = 300) -> None:
         self.chunk_words = chunk_words
         self._indexes: dict[tuple[str, int], LexicalIndex] = {}
@@ -697,6 +701,8 @@ async def aevaluate(
         wall_time_s=time.perf_counter() - started,
         policy=policy_of(cfg),
         latency_model="; ".join(sorted(latency_models)) or None,
+        token_counter=session.counter.name,
+        score_scale=getattr(session.retriever, "score_scale", None),
     )
     if out is not None:
         from selfroute.eval._report import write_outputs

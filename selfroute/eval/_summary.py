@@ -191,6 +191,10 @@ class Summary:
         policy: Self-Route's policy options (k-ladder, pre-routing, verdict, grounded).
         latency_model: Description of the simulated latency model, when the readers have one
             (latency columns are then simulated, not measured).
+        token_counter: The local counter of every token count the provider did not report
+            (``tiktoken:o200k_base``, or a ``heuristic:...`` estimate).
+        score_scale: The retriever's score scale (``bm25`` for the default retriever; ``None``
+            for a retriever that does not say), which ``selfroute calibrate`` records.
     """
 
     dataset: str
@@ -209,6 +213,8 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
     latency_model: str | None = None
+    token_counter: str | None = None
+    score_scale: str | None = None
 
     def abstention(self) -> list[dict[str, Any]]:
         """Per row: unanswerable items, correct declines and their rate, answerable declined."""
@@ -256,6 +262,8 @@ class Summary:
             "policy": dict(self.policy),
             "policy_description": describe_policy(self.policy),
             "latency_model": self.latency_model,
+            "token_counter": self.token_counter,
+            "score_scale": self.score_scale,
             "latency_simulated": self.latency_model is not None,
             "abstention": self.abstention(),
         }
@@ -360,6 +368,8 @@ def build_summary(
     wall_time_s: float,
     policy: Mapping[str, Any] | None = None,
     latency_model: str | None = None,
+    token_counter: str | None = None,
+    score_scale: str | None = None,
 ) -> Summary:
     """Aggregate run records into a :class:`Summary`."""
     rows: list[MethodSummary] = []
@@ -383,6 +393,8 @@ def build_summary(
         records=list(records),
         policy=dict(policy or {}),
         latency_model=latency_model,
+        token_counter=token_counter,
+        score_scale=score_scale,
     )
 
 
@@ -416,6 +428,11 @@ def figure_k(summary: Summary) -> int | None:
     return 5 if 5 in summary.comparisons else summary.ks[0]
 
 
+def _counter(summary: Summary) -> str:
+    """The local token counter, named (``tiktoken:o200k_base``)."""
+    return f"`{summary.token_counter}`" if summary.token_counter else "a local counter"
+
+
 def render_markdown(summary: Summary) -> str:
     """The Table-1 style report as Markdown."""
     lines = [f"# Self-Route evaluation: {summary.dataset}", ""]
@@ -424,7 +441,7 @@ def render_markdown(summary: Summary) -> str:
             "> **Reader: oracle** — not a model. It answers exactly when a gold answer appears in "
             "the text it is shown and declines otherwise, so these numbers measure retrieval "
             "(the answerable ratio and token ratio a perfectly calibrated model would reach), not "
-            "a model's quality. Token counts are tokenizer estimates.",
+            f"a model's quality. Token counts are local estimates ({_counter(summary)}).",
             "",
         ]
         if "fabricating" in summary.reader or "fabricating" in summary.lc_reader:
@@ -512,7 +529,11 @@ def render_markdown(summary: Summary) -> str:
         lines += ["", f"**{errors} runs failed** and scored 0; see `error` in results.jsonl."]
     sources = sorted({r.usage_source for r in summary.rows if r.usage_source != "none"})
     if any(s != "provider" for s in sources):
-        lines += ["", f"Token counts source: {', '.join(sources)} (not all provider-reported)."]
+        lines += [
+            "",
+            f"Token counts source: {', '.join(sources)} (not all provider-reported; counted "
+            f"locally with {_counter(summary)}).",
+        ]
     k = figure_k(summary)
     if k is not None:
         comp = summary.comparisons[k]

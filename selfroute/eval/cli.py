@@ -16,7 +16,15 @@ from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteEr
 from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
 
-__all__ = ["add_parser", "build_parser", "config_from_args", "main", "run"]
+__all__ = ["DESCRIPTION", "add_parser", "build_parser", "config_from_args", "main", "run"]
+
+#: What ``selfroute eval --help`` says (plain text: help is not rendered as reStructuredText).
+DESCRIPTION = (
+    "Run long context (LC), RAG and Self-Route (and its policies) over a labelled set and write "
+    "the Table-1 style report, the per-question results and the plots. Start keyless with "
+    "--sample --reader oracle (or --model offline); --dry-run prints what a model run would "
+    "cost without calling it. See docs/eval.md."
+)
 
 _METHOD_ALIASES = {
     "lc": "lc",
@@ -271,14 +279,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "eval",
         help="evaluate LC, RAG and Self-Route on a labelled set (paper Table 1)",
-        description=__doc__,
+        description=DESCRIPTION,
     )
     return configure(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """A standalone parser (``python -m selfroute.eval``)."""
-    return configure(argparse.ArgumentParser(prog="selfroute eval", description=__doc__))
+    return configure(argparse.ArgumentParser(prog="selfroute eval", description=DESCRIPTION))
 
 
 def _readers(args: argparse.Namespace) -> tuple[Any, Any]:

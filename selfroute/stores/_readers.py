@@ -7,6 +7,7 @@ callers can report it and move on to the next file.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import logging
 import os
@@ -144,16 +145,51 @@ def _decode_bytes(path: Path, data: bytes) -> str:
         raise _fail(path, "not text: neither UTF-8 nor Windows-1252") from None
 
 
+# UTF-32 first: its little-endian byte-order mark starts with UTF-16's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """UTF-16/32 by byte-order mark, or UTF-16 without one (text whose every other byte is NUL:
+    Windows' "Unicode" text files); ``None`` for anything else."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding
+    head = data[: _SNIFF_BYTES - _SNIFF_BYTES % 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    half = len(head) // 2
+    if odd >= 0.3 * half and even == 0:
+        return "utf-16-le"
+    if even >= 0.3 * half and odd == 0:
+        return "utf-16-be"
+    return None
+
+
 def _decode(path: Path, data: bytes) -> str:
     """The file's text, after checking the *whole* file for binary content.
 
-    Binary sniffing covers every byte (a NUL anywhere) and every 8 KB window of the text (more
-    than 1% control characters in any window), not just the first 8 KB: a text header in front
-    of a binary blob is still binary.
+    UTF-16 and UTF-32 text (by byte-order mark, or UTF-16 without one) is decoded as such.
+    Otherwise binary sniffing covers every byte (a NUL anywhere) and, for every encoding, every
+    8 KB window of the text (more than 1% control characters in any window), not just the first
+    8 KB: a text header in front of a binary blob is still binary.
     """
-    if b"\x00" in data:
+    wide = _wide_encoding(data)
+    if wide is not None:
+        try:
+            text = data.decode(wide)
+        except UnicodeDecodeError:
+            raise _fail(path, f"not text: looks like {wide.upper()} but does not decode") from None
+    elif b"\x00" in data:
         raise _fail(path, "binary file (contains NUL bytes), skipped")
-    text = _decode_bytes(path, data)
+    else:
+        text = _decode_bytes(path, data)
     for start in range(0, len(text), _SNIFF_BYTES):
         window = text[start : start + _SNIFF_BYTES]
         control = len(_CONTROL.findall(window))

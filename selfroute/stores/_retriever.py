@@ -45,6 +45,12 @@ def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, 
     return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
 
 
+#: The score scale of each retrieval mode (see :attr:`HybridRetriever.score_scale`).
+#: ``bm25s`` is the store's BM25 (the ``bm25s`` package, its own tokenizer): not the same numbers
+#: as the core's :class:`~selfroute.LexicalIndex` (``bm25``, used by ``--doc`` and ``eval``).
+SCORE_SCALES = {"hybrid": "rrf", "dense": "cosine", "bm25": "bm25s"}
+
+
 class HybridRetriever:
     """Top-k chunks from a :class:`DocumentStore`, and their parent documents as long context.
 
@@ -92,6 +98,12 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.max_parent_documents = max_parent_documents
+
+    @property
+    def score_scale(self) -> str:
+        """What ``Passage.score`` means here: ``rrf`` (fused, about 0.01-0.03), ``cosine`` or
+        ``bm25s``. A score threshold fitted on one scale does not apply to another."""
+        return SCORE_SCALES[self.mode]
 
     @classmethod
     def open(

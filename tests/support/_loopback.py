@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 __all__ = [
     "HANG_MAX_S",
@@ -516,6 +517,14 @@ class LoopbackServer:
         if route == "models":
             handler.send_json(200, self.models_body())
             return
+        if route == "model":  # one model's metadata (GET .../models/NAME)
+            name = urlsplit(handler.path).path.rstrip("/").rsplit("/", 1)[-1]
+            found = [m for m in self.models_body().get("models", []) if m["name"].endswith(name)]
+            if found:
+                handler.send_json(200, found[0])
+            else:
+                handler.send_json(404, self.error_body(404, f"no model {name}"))
+            return
         try:
             body = json.loads(raw or b"{}")
             if not isinstance(body, dict):
@@ -649,6 +658,20 @@ def now() -> int:
     return int(time.time())
 
 
+def extractive_responder() -> Responder:
+    """A responder that answers every prompt with selfroute's :class:`~selfroute.ExtractiveReader`
+    (the sentence of the prompt that covers the question, or "unanswerable"), echoing the model
+    name it was asked for."""
+    from selfroute import ExtractiveReader
+
+    reader = ExtractiveReader()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        return Reply(reader(last_user_text(body)), model=None)
+
+    return respond
+
+
 def load_script(path: str) -> Responder:
     """Responder from a JSON script file.
 
@@ -706,6 +729,12 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     parser = argparse.ArgumentParser(description=f"Run a {server_cls.__name__} on 127.0.0.1.")
     parser.add_argument("--port", type=int, default=0, help="port (0 = any free port)")
     parser.add_argument("--script", help="JSON rules file (see load_script)")
+    parser.add_argument(
+        "--extractive",
+        action="store_true",
+        help="answer every prompt with selfroute's ExtractiveReader (answers from the prompt or "
+        "declines)",
+    )
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per request")
     parser.add_argument("--token-delay", type=float, default=0.0, help="seconds per chunk")
     parser.add_argument(
@@ -713,6 +742,9 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     )
     args = parser.parse_args(argv)
     responder = load_script(args.script) if args.script else None
+    if args.extractive:
+        responder = extractive_responder()
+
     server = server_cls(
         responder,
         latency_s=args.latency,

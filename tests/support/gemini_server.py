@@ -2,7 +2,8 @@
 
 Serves what the ``google-genai`` SDK behind ``langchain_google_genai.ChatGoogleGenerativeAI``
 calls: ``POST /v1beta/models/{model}:generateContent`` and
-``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (plus ``GET /v1beta/models``).
+``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (plus ``GET /v1beta/models`` and
+``GET /v1beta/models/{model}``, which LlamaIndex's ``GoogleGenAI`` reads).
 Point the client at it with ``base_url=server.base_url`` and any ``api_key``.
 
 Streaming follows the real API: every chunk carries ``usageMetadata`` with the prompt tokens,
@@ -66,6 +67,8 @@ class ScriptedGeminiServer(LoopbackServer):
             return "generate"
         if method == "GET" and re.fullmatch(r"/(v1|v1beta|v1alpha)/models", clean):
             return "models"
+        if method == "GET" and re.fullmatch(r"/(v1|v1beta|v1alpha)/models/[^:/]+", clean):
+            return "model"  # llama-index's GoogleGenAI reads the model's limits on creation
         return None
 
     def wants_stream(self, path: str, body: dict[str, Any]) -> bool:

@@ -98,6 +98,8 @@ def test_eval_calibrate_then_ask_uses_the_calibrated_config(
     threshold = config["min_top_score"]
     assert isinstance(threshold, float) and config["pre_route"] is False
     assert config["temperature"] == 0.0
+    assert config["score_scale"] == "bm25"  # the scale it was fitted on (issue 17)
+    assert summary["score_scale"] == "bm25"
 
     # 3. ask over the same document: the config's threshold pre-routes a weakly retrieved
     #    question, and a well retrieved one is answered from the chunks
@@ -114,6 +116,22 @@ def test_eval_calibrate_then_ask_uses_the_calibrated_config(
     # a flag beats the file: nothing scores 10,000
     result = _ask(capsys, openai_server, strong["question"], "--min-top-score", "10000")
     assert result["reason"] == "weak_retrieval"
+
+    # the threshold is on BM25's scale: the store's fused RRF scores (~0.03) are refused by name
+    Path("kb").mkdir()
+    Path("kb/sample.txt").write_text(ITEMS[0].document, encoding="utf-8")
+    assert main(["index", "kb", "--embedding", "offline", "--progress", "never"]) == 0
+    capsys.readouterr()
+    code = main(["ask", strong["question"], "--base-url", openai_server.base_url, "--model", "m"])
+    err = capsys.readouterr().err
+    assert code == 2 and "fitted on bm25 scores" in err and "--retrieval hybrid" in err
+    assert "rrf" in err and "\n" not in err.strip()
+    code = main(  # the store's BM25 is bm25s: other numbers than the core's BM25
+        ["ask", strong["question"], "--base-url", openai_server.base_url, "--model", "m",
+         "--retrieval", "bm25"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "whose scores are bm25s" in err and "--doc FILE" in err
 
     # 4. grounded mode from the environment: the answer is verified and cited
     monkeypatch.setenv("SELFROUTE_GROUNDED", "1")

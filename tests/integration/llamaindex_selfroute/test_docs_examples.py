@@ -56,6 +56,8 @@ def test_examples_are_found() -> None:
     names = [name for name, _ in examples()]
     assert names == [
         "drop-in",
+        "local-server",
+        "gemini",
         "cheap-strong",
         "reopen",
         "tenants",
@@ -68,10 +70,13 @@ def test_examples_are_found() -> None:
     ]
 
 
-def test_docs_examples_run(openai_server, tmp_path, monkeypatch, capsys) -> None:
+def test_docs_examples_run(openai_server, gemini_server, tmp_path, monkeypatch, capsys) -> None:
     openai_server.responder = responder
+    gemini_server.responder = responder
     monkeypatch.setenv("OPENAI_API_KEY", "dummy")
     monkeypatch.setenv("OPENAI_API_BASE", openai_server.base_url)
+    monkeypatch.setenv("GOOGLE_API_KEY", "dummy")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", gemini_server.root_url)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "lighthouse.txt").write_text(DOCUMENT, encoding="utf-8")
@@ -86,6 +91,12 @@ def test_docs_examples_run(openai_server, tmp_path, monkeypatch, capsys) -> None
         if name == "drop-in":
             assert out.splitlines()[:2] == ["Thirty-one years.", "rag"]
             assert models == ["gpt-4o-mini"]
+        elif name == "local-server":  # OpenAILike with a model name OpenAI() refuses
+            assert out.strip() == "Thirty-one years."
+            assert models == ["qwen2.5-7b-instruct"]
+        elif name == "gemini":
+            assert out.strip() == "Thirty-one years. provider"
+            assert openai_server.requests == [] and len(gemini_server.requests) == 1
         elif name == "cheap-strong":
             lines = out.splitlines()
             assert lines[0] == "long_context declined"

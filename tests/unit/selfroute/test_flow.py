@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 import selfroute as sr
-from tests.unit.selfroute._scripted import LC_USAGE, RAG_USAGE, Scripted, arun, run
+from tests.unit.selfroute._scripted import (
+    DOCUMENT,
+    LC_USAGE,
+    PASSAGES,
+    RAG_USAGE,
+    Scripted,
+    arun,
+    run,
+)
 
 R, LC = sr.Route.RAG, sr.Route.LONG_CONTEXT
 
@@ -146,11 +154,15 @@ def test_answered_result_carries_usage_sources_and_counterfactual() -> None:
     assert result.steps[0].model == "rag-model"
     assert result.steps[0].output == "Thirty-one years."
     assert result.steps[0].latency_s >= 0
-    # The always-LC counterfactual: the LC prompt over the whole document, counted locally.
+    # The always-LC counterfactual: the LC prompt over the whole document, counted locally and
+    # (issue 17) scaled by the provider/local ratio of this call's RAG prompt.
     counter = sr.default_token_counter()
     prompt = sr.Prompts().long_context_prompt("Who kept the lamp?", Scripted().document or "")
-    assert result.long_context_tokens == pytest.approx(counter.count(prompt), abs=2)
-    assert result.long_context_tokens_source == counter.source
+    rag_local = result.steps[0].prompt_tokens_estimate
+    assert rag_local is not None and rag_local > 0
+    scaled = counter.count(prompt) * RAG_USAGE.input_tokens / rag_local
+    assert result.long_context_tokens == pytest.approx(scaled, abs=2)
+    assert result.long_context_tokens_source == "provider_scaled"
     assert result.long_context_tokens is not None
     assert result.token_ratio == pytest.approx(120 / result.long_context_tokens)
     assert result.context is not None and result.context["strategy"] == "none"
@@ -392,3 +404,38 @@ def test_loader_may_return_one_document_instead_of_a_list(wrap: Any) -> None:
     result = run(OneDocument(rag="unanswerable"), long_context_window=4000)
     assert result.reason is sr.Reason.DECLINED and result.answer == "In 1901."
     assert result.context is not None and result.context["documents"] == 1
+
+
+def test_always_lc_is_scaled_into_the_providers_tokens() -> None:
+    """Issue 17: the RAG tokens are the provider's, the always-LC count is local; a provider whose
+    tokenizer counts 1.5x the local one must not make Self-Route look cheaper than it is."""
+    counter = sr.default_token_counter()
+    lc_prompt = sr.Prompts().long_context_prompt("Who kept the lamp?", DOCUMENT)
+    local_lc = counter.count(lc_prompt)
+    rag_prompt = sr.Prompts().rag_prompt("Who kept the lamp?", list(PASSAGES))
+    local_rag = counter.count(rag_prompt)
+    # the provider counts 1.5 of its tokens per local token on the RAG prompt
+    heavy = sr.Usage.of(round(local_rag * 1.5), 6)
+    result = run(Scripted(rag_usage=heavy))
+    assert result.steps[0].prompt_tokens_estimate == local_rag
+    assert result.long_context_tokens_source == "provider_scaled"
+    assert result.long_context_tokens == pytest.approx(local_lc * 1.5, rel=0.01)
+    assert result.token_ratio == pytest.approx(local_rag / local_lc, rel=0.01)  # like for like
+    # no provider usage: both sides are local counts, nothing to scale
+    estimated = run(Scripted(rag_usage=None))
+    assert estimated.long_context_tokens_source == counter.source
+    assert estimated.long_context_tokens == pytest.approx(local_lc, abs=2)
+    # a count far from any tokenizer's (a test double's fixed usage): not scaled, labelled local
+    odd = run(Scripted(rag_usage=sr.Usage.of(3, 1)))
+    assert odd.long_context_tokens_source == counter.source
+    assert odd.long_context_tokens == pytest.approx(local_lc, abs=2)
+
+
+def test_speculation_prices_always_lc_in_the_providers_tokens() -> None:
+    counter = sr.default_token_counter()
+    rag_prompt = sr.Prompts().rag_prompt("Who kept the lamp?", list(PASSAGES))
+    heavy = sr.Usage.of(round(counter.count(rag_prompt) * 1.8), 6)
+    result = run(Scripted(rag_usage=heavy), speculate_below=10.0)
+    if not any(s.wasted for s in result.steps):
+        pytest.skip("the scripted handler did not speculate")
+    assert result.long_context_tokens_source == "provider_scaled"

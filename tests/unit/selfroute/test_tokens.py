@@ -13,6 +13,8 @@ import pytest
 import selfroute as sr
 from selfroute import _tokens
 
+ROOT = Path(__file__).resolve().parents[3]
+
 
 def test_offline_tiktoken_is_found() -> None:
     counter = sr.default_token_counter()
@@ -74,6 +76,48 @@ def test_without_tiktoken_the_heuristic_is_labelled(
     )
     result = sr.run_flow(sr.self_route_flow("Who?", sr.RouteConfig(token_counter=counter)), handler)
     assert result.steps[0].usage.source == "heuristic" and result.steps[0].usage.is_estimate
+
+
+def test_o200k_comes_from_the_package_whatever_else_is_installed(
+    fresh_cache: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 17: the count must not depend on llama-index's cache, TIKTOKEN_CACHE_DIR or the
+    network."""
+    import tiktoken.load
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    reference = sr.default_token_counter().count(text)
+    monkeypatch.setattr(_tokens, "_cache", {})
+    monkeypatch.setattr(_tokens, "_llama_index_tiktoken_cache", lambda: None)  # no llama-index
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))  # an empty cache
+    monkeypatch.setattr(tiktoken.load, "read_file", lambda blob: pytest.fail(f"fetched {blob}"))
+    counter = sr.default_token_counter()
+    assert counter.name == "tiktoken:o200k_base" and counter.count(text) == reference
+
+
+def test_the_bundled_encoding_is_tiktokens_own(fresh_cache: None) -> None:
+    import tiktoken
+
+    cached = _tokens._cached_encoding(tiktoken, "o200k_base")  # llama-index's copy, when present
+    if cached is None:
+        pytest.skip("no on-disk tiktoken copy of o200k_base to compare with")
+    bundled = _tokens._bundled_encoding(tiktoken, "o200k_base")
+    assert bundled._mergeable_ranks == cached._mergeable_ranks
+    assert bundled._pat_str == cached._pat_str
+    assert bundled._special_tokens == cached._special_tokens
+
+
+def test_a_damaged_bundled_file_is_refused(
+    fresh_cache: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import gzip
+
+    import tiktoken
+
+    (tmp_path / "o200k_base.tiktoken.gz").write_bytes(gzip.compress(b"aGVsbG8= 0\n"))
+    monkeypatch.setattr(_tokens, "_DATA", tmp_path)
+    with pytest.raises(ValueError, match="damaged"):
+        _tokens._bundled_encoding(tiktoken, "o200k_base")
 
 
 def test_heuristic_counter() -> None:

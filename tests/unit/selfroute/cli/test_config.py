@@ -68,6 +68,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "k_ladder": "10,20",
         "pre_route": "on",
         "min_top_score": "2.5",
+        "score_scale": "rrf",
         "verdict": "auto",
         "grounded": "1",
         "speculate_below": "0.4",

@@ -76,3 +76,30 @@ def test_google_model_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert model.model.endswith("gemini-2.5-flash")
     assert model.google_api_key.get_secret_value() == "g-test"
     assert model.max_retries == 3  # the Google SDK counts attempts
+
+
+@pytest.mark.parametrize("spec", ["offline", "OFFLINE", "offline:extractive"])
+def test_offline_is_the_keyless_extractive_reader(spec: str) -> None:
+    parsed = parse_model_spec(spec)
+    assert parsed == ModelSpec("offline", "extractive") and str(parsed) == "offline:extractive"
+    model = build_chat_model(parsed)  # no key needed
+    assert type(model).__name__ == "ExtractiveChatModel"
+    assert model.invoke("Passage:\nTom sailed the boat.\n\nQuestion: Who sailed?").text == (
+        "Tom sailed the boat."
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [("anthropic:claude-3-5-haiku", "'anthropic'"), ("mistral:large", "'mistral'")],
+)
+def test_unknown_providers_are_refused_by_name(spec: str, named: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        parse_model_spec(spec)
+    assert named in str(info.value) and "openai:anthropic" not in str(info.value)
+    assert "--base-url" in str(info.value)
+
+
+def test_offline_has_one_reader() -> None:
+    with pytest.raises(ConfigurationError, match="extractive"):
+        parse_model_spec("offline:gpt-4o")

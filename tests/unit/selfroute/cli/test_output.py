@@ -141,3 +141,20 @@ def test_index_report_summary() -> None:
     )
     assert "wrote 4 chunks (900 words, 2 chunks/s)" in text
     assert "/x/b.bin: binary file" in text and "removed     /x/old.md" in text
+
+
+def test_a_model_without_a_price_is_named_not_skipped() -> None:
+    """Issue 17: the server's model name differs from --prices; the report says which."""
+    prices = sr.PriceTable({"gpt-4o-mini": (0.15, 0.6)})
+    local = sr.StepRecord(sr.Stage.RAG, sr.Usage.of(800, 6), model="qwen2.5-7b-instruct")
+    text = format_result(_result(sr.Route.RAG, sr.Reason.ANSWERED, [local], 10_000), prices=prices)
+    assert (
+        "cost        not shown: no price for 'qwen2.5-7b-instruct' (--prices has gpt-4o-mini)"
+        in text
+    )
+    partial = _result(sr.Route.LONG_CONTEXT, sr.Reason.DECLINED, [RAG, LC], 9000, cost=0.0001)
+    text = format_result(partial, prices=prices)
+    assert "cost        partial (priced steps only): no price for 'gpt-4.1'" in text
+    full = sr.PriceTable({"gpt-4o-mini": (0.15, 0.6), "gpt-4.1": (2, 8)})
+    assert "no price" not in format_result(partial, prices=full)
+    assert "no price" not in format_result(partial)  # no --prices: no money expected

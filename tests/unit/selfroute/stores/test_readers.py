@@ -169,3 +169,23 @@ def test_permission_error_is_reported(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(Path, "read_bytes", denied)
     with pytest.raises(DocumentReadError, match="permission denied"):
         read_document(f)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_and_utf32_text_is_decoded(tmp_path: Path, encoding: str) -> None:
+    """Issue 17: Windows' "Unicode" text files (UTF-16, with or without a byte-order mark)."""
+    text = "Mara Holt kept the lamp at Grey Point.\r\nShe was born in Dunmore — in 1901.\n"
+    path = tmp_path / f"notes-{encoding}.txt"
+    path.write_bytes(text.encode(encoding))
+    doc = read_document(path)
+    assert doc.text.strip() == text.replace("\r\n", "\n").strip()
+    html = tmp_path / "page.html"
+    html.write_bytes("<html><body><p>Grey Point lamp</p></body></html>".encode("utf-16"))
+    assert read_document(html).text.strip() == "Grey Point lamp"
+
+
+def test_binary_with_nul_bytes_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "blob.txt"
+    path.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(DocumentReadError, match="binary"):
+        read_document(path)
