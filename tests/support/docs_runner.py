@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE_RUNNERS = {
     "docs/langchain.md": "tests/integration/langchain_selfroute/test_docs.py",
     "docs/llamaindex.md": "tests/integration/llamaindex_selfroute/test_docs_examples.py",
+    "docs/batch.md": "tests/integration/batch/test_docs_batch.py",  # needs the Batch API server
 }
 
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
