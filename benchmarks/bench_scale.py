@@ -66,6 +66,10 @@ TIERS: dict[str, tuple[int, tuple[int, int], int]] = {
     "small": (5_000, (2_000, 20_000), 50),
     "full": (50_000, (10_000, 100_000), 200),
 }
+#: Chunks of a store written straight to a ``chroma run`` server (:mod:`benchmarks._bulk_store`)
+#: for the retrieval rows at 10^6 (``$SELFROUTE_BENCH_SCALE_SERVER_CHUNKS`` overrides; 0: none).
+SERVER_CHUNKS = {"quick": 0, "small": 0, "full": 1_000_000}
+SERVER_ENV = "SELFROUTE_BENCH_SCALE_SERVER_CHUNKS"
 LARGE_FILE_WORDS = 3_000
 FOLDER_TARGET_S = 180.0
 
@@ -229,7 +233,30 @@ def on_server(store: str, queries: int, data: str) -> dict[str, Any]:
         report = copy_collection(DocumentStore(store), DocumentStore(store, chroma_url=server.url))
         seconds = time.perf_counter() - t0
         out = retrieval(store, queries, data, chroma_url=server.url)
+        out["server_peak_mb"] = server.peak_rss_mb()
     out.update(migrate_seconds=seconds, migrated_chunks=report.chunks, bm25=report.bm25)
+    return out
+
+
+def server_chunks(name: str) -> int:
+    """Chunks of the bulk-built server store for tier ``name`` (0: not run)."""
+    return int(os.environ.get(SERVER_ENV) or SERVER_CHUNKS[name])
+
+
+def bulk_on_server(n: int, queries: int, data: str) -> dict[str, Any]:
+    """Start ``chroma run``, write ``n`` one-chunk documents to it directly (a worker process),
+    then measure retrieval there in another worker (so each peak RSS is its own)."""
+    from tests.support.chroma_server import ChromaServer
+
+    with (
+        tempfile.TemporaryDirectory(prefix="selfroute-scale-bulk-") as tmp,
+        ChromaServer(Path(tmp) / "server") as server,
+    ):
+        store = Path(tmp) / "store"
+        built = _spawn("bulk", store, server.url, n, data, timeout=4 * 3600.0)
+        out = _spawn("retrieval", store, queries, data, server.url)
+        out["server_peak_mb"] = server.peak_rss_mb()
+    out["built"] = built
     return out
 
 
@@ -309,6 +336,18 @@ def _retrieval_rows(result: BenchResult, r: dict[str, Any], where: str) -> None:
             )
 
 
+def _bulk_note(r: dict[str, Any]) -> str:
+    b = r["built"]
+    return (
+        f"The bulk-built server rows: {b['chunks']:,} one-chunk documents written straight to a "
+        f"`chroma run` server by `benchmarks/_bulk_store.py` (the indexer's layout, batch `add` of "
+        f"offline embeddings, chunks then records, BM25 index built from the texts) in "
+        f"{b['write_seconds']:.0f} s + {b['bm25_seconds']:.0f} s BM25, not by `selfroute index`; "
+        f"peak RSS: builder {b['peak_mb']:.0f} MB, retrieval client {r['peak_mb']:.0f} MB, "
+        f"server {r['server_peak_mb']:.0f} MB."
+    )
+
+
 def _linear(
     ctx: BenchContext,
     root: Path,
@@ -364,6 +403,11 @@ def run(ctx: BenchContext) -> BenchResult:
         srv = _spawn("server", biggest, queries, ctx.data)
         _retrieval_rows(result, srv, "chroma run server")
         ctx.log(f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']} {srv['p95']}")
+        bulk = server_chunks(name)
+        if bulk:
+            big = bulk_on_server(bulk, queries, str(ctx.data))
+            _retrieval_rows(result, big, "chroma run server, bulk-built")
+            result.notes.append(_bulk_note(big))
         large = _linear(ctx, root, "large files", large_files, (lin_small, lin_big), record)
         _linear_rows(result, "large files", *large)
     result.details.append(
@@ -376,7 +420,7 @@ def run(ctx: BenchContext) -> BenchResult:
         f"The server rows: `chroma run` on this machine (loopback HTTP), the store copied there "
         f"with `selfroute migrate` ({srv['migrated_chunks']:,} chunks in "
         f"{srv['migrate_seconds']:.1f} s, BM25 index {srv['bm25']}); peak RSS of the client "
-        f"process {srv['peak_mb']:.0f} MB."
+        f"process {srv['peak_mb']:.0f} MB, of the server {srv['server_peak_mb']:.0f} MB."
     )
     result.notes.append(
         f"Tier `{name}` ({ENV}=quick|small|full). Each measurement is a fresh subprocess; "
@@ -396,6 +440,11 @@ if __name__ == "__main__":
         res = index_langchain(rest[0], rest[1])
     elif kind == "server":
         res = on_server(rest[0], int(rest[1]), rest[2])
+    elif kind == "bulk":
+        from benchmarks._bulk_store import bulk_build
+
+        res = bulk_build(rest[0], rest[1], int(rest[2]), _words(Path(rest[3])))
+        res["peak_mb"] = _peak_mb()
     else:
-        res = retrieval(rest[0], int(rest[1]), rest[2])
+        res = retrieval(rest[0], int(rest[1]), rest[2], chroma_url=rest[3] if rest[3:] else None)
     print(json.dumps(res))

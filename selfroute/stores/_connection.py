@@ -32,6 +32,7 @@ from selfroute.stores._health import (
     snapshot,
 )
 from selfroute.stores._journal import writer_lock
+from selfroute.stores._visibility import CollectionMarks
 
 __all__ = [
     "DEFAULT_COLLECTION",
@@ -93,6 +94,12 @@ def _collection_names(client: Any, location: str) -> set[str]:
         if not catchable(exc):
             raise
         raise explain_failure(exc, location, "listing the collections of") from exc
+
+
+def _fresh(conn: StoreConnection) -> Any:
+    """The chunk collection as the server has it now (its metadata read again)."""
+    with quiet_chroma():
+        return conn.client(create=False).get_collection(conn.collection_name)
 
 
 def _get_or_create(
@@ -160,6 +167,45 @@ def _drop_cached_system(client: Any) -> None:
         return
 
 
+def _recorded_settings(
+    meta: dict[str, Any],
+    name: str,
+    location: str,
+    requested: EmbeddingChoice | None,
+    embedding_base_url: str | None,
+    requested_words: int | None,
+) -> tuple[EmbeddingChoice, int]:
+    """The embedding and chunk size a collection's metadata records, checked against those
+    asked for."""
+    if _META_EMBEDDING not in meta:
+        raise StoreError(
+            f"collection {name!r} at {location} was not created by selfroute (no "
+            f"{_META_EMBEDDING} in its metadata); choose another --collection"
+        )
+    recorded = EmbeddingChoice.parse(
+        str(meta[_META_EMBEDDING]), base_url=meta.get(_META_EMBEDDING_URL) or None
+    )
+    if requested is not None and requested.spec != recorded.spec:
+        raise EmbeddingMismatchError(
+            f"collection {name!r} was indexed with the {recorded.spec} embedding, but "
+            f"{requested.spec} was asked for; drop --embedding (the recorded one is used), "
+            f"pass --embedding {recorded.kind}, or index into a new --collection",
+            recorded=recorded.spec,
+            requested=requested.spec,
+        )
+    base_url = (requested.base_url if requested else None) or embedding_base_url
+    if base_url:
+        recorded = EmbeddingChoice(recorded.kind, recorded.model, base_url)
+    words = int(meta.get(_META_CHUNK_WORDS) or DEFAULT_CHUNK_WORDS)
+    if requested_words is not None and requested_words != words:
+        raise ConfigurationError(
+            f"collection {name!r} was chunked with {words} words per chunk, but "
+            f"--chunk-words {requested_words} was given; drop it or index into a "
+            "new --collection"
+        )
+    return recorded, words
+
+
 class StoreConnection:
     """One Chroma client and a selfroute collection pair, opened once and held.
 
@@ -209,6 +255,8 @@ class StoreConnection:
         self._function: Any = None
         self._chunk_words: int | None = None
         self._max_batch: int | None = None
+        self._marks: CollectionMarks | None = None
+        self._writing = False
 
     @property
     def location(self) -> str:
@@ -304,6 +352,8 @@ class StoreConnection:
             )
         self._check_recorded(dict(chunks.metadata or {}))
         self._chunks, self._documents = chunks, documents
+        if self._writing and self.chroma_url:
+            self.writer_marks().mark_writer()
         return chunks, documents
 
     def _create(self, client: Any, name: str) -> Any:
@@ -326,36 +376,14 @@ class StoreConnection:
         return chunks
 
     def _check_recorded(self, meta: dict[str, Any]) -> None:
-        name = self.collection_name
-        if _META_EMBEDDING not in meta:
-            raise StoreError(
-                f"collection {name!r} at {self.location} was not created by selfroute (no "
-                f"{_META_EMBEDDING} in its metadata); choose another --collection"
-            )
-        recorded = EmbeddingChoice.parse(
-            str(meta[_META_EMBEDDING]), base_url=meta.get(_META_EMBEDDING_URL) or None
+        self._choice, self._chunk_words = _recorded_settings(
+            meta,
+            self.collection_name,
+            self.location,
+            self._requested,
+            self._embedding_base_url,
+            self._requested_chunk_words,
         )
-        requested = self._requested
-        if requested is not None and requested.spec != recorded.spec:
-            raise EmbeddingMismatchError(
-                f"collection {name!r} was indexed with the {recorded.spec} embedding, but "
-                f"{requested.spec} was asked for; drop --embedding (the recorded one is used), "
-                f"pass --embedding {recorded.kind}, or index into a new --collection",
-                recorded=recorded.spec,
-                requested=requested.spec,
-            )
-        base_url = (requested.base_url if requested else None) or self._embedding_base_url
-        if base_url:
-            recorded = EmbeddingChoice(recorded.kind, recorded.model, base_url)
-        words = int(meta.get(_META_CHUNK_WORDS) or DEFAULT_CHUNK_WORDS)
-        if self._requested_chunk_words is not None and self._requested_chunk_words != words:
-            raise ConfigurationError(
-                f"collection {name!r} was chunked with {words} words per chunk, but "
-                f"--chunk-words {self._requested_chunk_words} was given; drop it or index into a "
-                "new --collection"
-            )
-        self._choice = recorded
-        self._chunk_words = words
 
     def _reset_if_empty(self, client: Any, name: str, docs_name: str) -> None:
         """Drop a collection that holds nothing yet, so a new embedding can be chosen."""
@@ -453,6 +481,27 @@ class StoreConnection:
             self._function = self._factory(self.embedding)
         return self._function
 
-    def lock(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`."""
-        return writer_lock(self.path, self.collection_name)
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the collection's writer lock (one ``index`` at a time), or :class:`StoreError`;
+        on a server, with the collection marked as written meanwhile (:mod:`._visibility`)."""
+        with writer_lock(self.path, self.collection_name):
+            self._writing = True
+            try:
+                if self._chunks is not None and self.chroma_url:
+                    self.writer_marks().mark_writer()
+                yield
+            finally:
+                self._writing = False
+                if not self.journal_path.exists():  # else documents are in flight: keep it
+                    self.writer_marks().unmark_writer()
+
+    def writer_marks(self) -> CollectionMarks:
+        """The server collection's writer marks (:mod:`._visibility`)."""
+        if self._marks is None:
+            self._marks = CollectionMarks(lambda: _fresh(self), self.journal_path)
+        return self._marks
+
+    def unmarked(self) -> bool:
+        """Whether a server collection had no writer mark within the lease (embedded: no)."""
+        return bool(self.chroma_url) and self.writer_marks().unmarked()

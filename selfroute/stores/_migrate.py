@@ -20,6 +20,7 @@ from typing import Any
 
 from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._errors import StoreError
+from selfroute.stores._journal import Journal
 from selfroute.stores._records import pages
 from selfroute.stores._store import DocumentStore
 
@@ -72,8 +73,29 @@ def copy_collection(
     Raises:
         StoreError: The target holds documents that are not in the source.
     """
-    chunks_src, docs_src = source._open()
+    source._open()
     target._conn.adopt(source.embedding, source.chunk_words)
+    with target._lock():  # one writer; on a server, readers check commit markers meanwhile
+        chunks, documents, committed = _copy(source, target, progress)
+        bm25 = _copy_bm25(source, target, committed)
+    return MigrationReport(
+        source=f"{source.location} [{source.collection_name}]",
+        target=f"{target.location} [{target.collection_name}]",
+        documents=documents,
+        chunks=chunks,
+        bm25=bm25,
+    )
+
+
+def _copy(
+    source: DocumentStore, target: DocumentStore, progress: Callable[[str, int], None] | None
+) -> tuple[int, int, list[str]]:
+    """Copy chunks, then records, journaled like an ``index`` run.
+
+    Returns:
+        Chunks and documents copied, and the ids of the committed documents.
+    """
+    chunks_src, docs_src = source._open()
     chunks_dst, docs_dst = target._open(create=True)
     committed = set(source.committed_ids())
     foreign = target.committed_ids()
@@ -84,6 +106,10 @@ def copy_collection(
             f"{len(strangers)} documents that are not in {source.location}; choose another "
             "target collection"
         )
+    # a copy killed part-way leaves chunks without records: journaled, so the next run (copy
+    # or index) completes or deletes them, and a server's readers keep checking until then
+    journal = Journal(target._conn.journal_path)
+    journal.begin(sorted(committed))
     chunks = 0
     for page in pages(chunks_src, ["embeddings", "documents", "metadatas"]):
         rows = [
@@ -112,13 +138,9 @@ def copy_collection(
         documents += len(page["ids"])
         if progress is not None:
             progress("documents", len(page["ids"]))
-    return MigrationReport(
-        source=f"{source.location} [{source.collection_name}]",
-        target=f"{target.location} [{target.collection_name}]",
-        documents=documents,
-        chunks=chunks,
-        bm25=_copy_bm25(source, target, sorted(committed)),
-    )
+    if not journal.carried - committed:  # a killed index run's ids stay for its rerun
+        journal.clear()
+    return chunks, documents, sorted(committed)
 
 
 def _copy_bm25(source: DocumentStore, target: DocumentStore, committed: list[str]) -> str:

@@ -171,10 +171,17 @@ class StoreReader:
         return conn.note_disk_state(state)
 
     def is_clean(self) -> bool:
-        """Whether no chunk can lack its commit marker: an embedded store (one writer, and
-        ``PersistentClient`` is single-process) whose journal is absent, i.e. no ``index`` run
-        is in progress or was killed since the last complete one."""
-        return not self._conn.chroma_url and not self._conn.journal_path.exists()
+        """Whether no chunk can lack its commit marker, so query results need no check.
+
+        Embedded (one writer, ``PersistentClient`` is single-process): the journal is absent,
+        i.e. no ``index`` run is in progress or was killed since the last complete one. A
+        Chroma server: also no writer mark on the collection within the lease (read at most
+        once per :data:`~selfroute.stores._visibility.LEASE_S`, see :mod:`._visibility`).
+        """
+        conn = self._conn
+        if conn.journal_path.exists():
+            return False
+        return not conn.chroma_url or conn.unmarked()
 
     def document_count(self) -> int:
         """How many documents are committed."""

@@ -183,6 +183,7 @@ class DocumentStore:
         """Reopen if another process changed the store (see :meth:`StoreReader.refresh`)."""
         return self._reader.refresh()
 
+    @guarded("reading")
     def is_clean(self) -> bool:
         """Whether every chunk in the store is committed without checking (see
         :meth:`StoreReader.is_clean`)."""

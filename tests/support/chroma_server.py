@@ -131,6 +131,19 @@ class ChromaServer:
             settings=Settings(anonymized_telemetry=False, **settings),
         )
 
+    def peak_rss_mb(self) -> float:
+        """The server process's peak resident memory (MB; Linux ``/proc``, else 0)."""
+        if self._proc is None:
+            return 0.0
+        try:
+            with open(f"/proc/{self._proc.pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
