@@ -102,6 +102,16 @@ def _fresh(conn: StoreConnection) -> Any:
         return conn.client(create=False).get_collection(conn.collection_name)
 
 
+def _unmark_after(conn: StoreConnection, failed: bool) -> None:
+    """Remove a writer's mark as its lock is released, unless its journal is left (documents in
+    flight). After a failed run, a failed unmark keeps the mark (readers keep checking) and never
+    hides the run's own error."""
+    if conn.journal_path.exists():
+        return
+    with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
+        conn.writer_marks().unmark_writer()
+
+
 def _get_or_create(
     client: Any, name: str, *, embedding_function: Any, metadata: dict[str, Any]
 ) -> Any:
@@ -487,14 +497,15 @@ class StoreConnection:
         on a server, with the collection marked as written meanwhile (:mod:`._visibility`)."""
         with writer_lock(self.path, self.collection_name):
             self._writing = True
+            failed = True
             try:
                 if self._chunks is not None and self.chroma_url:
                     self.writer_marks().mark_writer()
                 yield
+                failed = False
             finally:
                 self._writing = False
-                if not self.journal_path.exists():  # else documents are in flight: keep it
-                    self.writer_marks().unmark_writer()
+                _unmark_after(self, failed)
 
     def writer_marks(self) -> CollectionMarks:
         """The server collection's writer marks (:mod:`._visibility`)."""
