@@ -3,9 +3,9 @@
 Every number is a fresh process, timed from ``subprocess.run`` to its exit, against a bare
 ``python -c pass`` measured in the same run (the baseline). ``ask`` runs over one vendored document
 (``--doc``, BM25 over its chunks) and over an offline-embedded store, with the built-in offline
-reader (``--model offline``: no client library) and with ``ChatOpenAI`` against a loopback
-OpenAI-compatible server (whose replies come from the same extractive reader, so the model part
-takes milliseconds). The CLI's overhead on ``ask`` is the wall time minus the bare interpreter
+reader (``--model offline``) and with the CLI's own OpenAI-compatible client (standard-library
+HTTP, no LangChain or ``openai`` SDK) against a loopback server (whose replies come from the same
+extractive reader, so the model part takes milliseconds). The CLI's overhead on ``ask`` is the wall time minus the bare interpreter
 minus the time spent in model calls (the steps' ``latency_s`` in ``--json``). The import
 breakdown is ``python -X importtime`` of the same command: cumulative time of the top-level
 packages.
@@ -104,9 +104,9 @@ def run(ctx: BenchContext) -> BenchResult:
         local = ["--base-url", server.base_url, "--model", "qwen2.5-7b-instruct"]
         asks = {
             "ask --doc, offline reader": ["ask", QUESTION, "--doc", str(DOCUMENT), "--model", "offline"],
-            "ask --doc, ChatOpenAI (loopback)": ["ask", QUESTION, "--doc", str(DOCUMENT), *local],
+            "ask --doc, OpenAI-compatible server (loopback)": ["ask", QUESTION, "--doc", str(DOCUMENT), *local],
             "ask over the store, offline reader": ["ask", QUESTION, "--model", "offline"],
-            "ask over the store, ChatOpenAI (loopback)": ["ask", QUESTION, *local],
+            "ask over the store, OpenAI-compatible server (loopback)": ["ask", QUESTION, *local],
         }  # fmt: skip
         base, helps = [], []
         walls: dict[str, list[float]] = {name: [] for name in asks}

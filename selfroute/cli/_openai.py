@@ -19,6 +19,7 @@ the server and the model.
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 import urllib.error
@@ -33,11 +34,25 @@ from selfroute._redact import register_secret
 from selfroute._structured import load_structured
 from selfroute._usage import Usage
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIChat", "ProviderHTTPError", "parse_usage", "response_format"]
+__all__ = [
+    "BASE_URL_VARIABLES",
+    "DEFAULT_BASE_URL",
+    "OpenAIChat",
+    "ProviderHTTPError",
+    "parse_usage",
+    "response_format",
+]
 
-#: Where ``openai:NAME`` goes without ``--base-url`` (``OPENAI_BASE_URL`` is not read here: the
-#: CLI's ``--base-url`` and ``SELFROUTE_BASE_URL`` say where a server is).
+#: Where ``openai:NAME`` goes without ``--base-url``, ``OPENAI_API_BASE`` or ``OPENAI_BASE_URL``.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: The environment variables read when no base URL is given, in order (``ChatOpenAI`` reads the
+#: first, the ``openai`` SDK under it the second).
+BASE_URL_VARIABLES = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+#: Optional headers from the environment, as the ``openai`` SDK sends them.
+_HEADER_VARIABLES = (
+    ("OpenAI-Organization", "OPENAI_ORG_ID"),
+    ("OpenAI-Project", "OPENAI_PROJECT_ID"),
+)
 #: Statuses worth another attempt (the ``openai`` SDK's list).
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _MAX_BACKOFF_S = 8.0
@@ -147,7 +162,8 @@ class OpenAIChat:
     Args:
         model: The model name sent in every request.
         api_key: Sent as ``Authorization: Bearer``; registered for redaction.
-        base_url: The API root (``.../v1``); ``None`` is OpenAI's own.
+        base_url: The API root (``.../v1``); ``None`` reads ``OPENAI_API_BASE``, then
+            ``OPENAI_BASE_URL``, else OpenAI's own.
         temperature: Sampling temperature.
         timeout: Seconds per connect/read (``None``: no limit).
         max_retries: Retries of a transient failure after the first attempt.
@@ -170,7 +186,8 @@ class OpenAIChat:
     ) -> None:
         self.model = self.name = model
         self.window = window
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        from_env = (os.environ.get(v, "").strip() for v in BASE_URL_VARIABLES)
+        self.base_url = (base_url or next((u for u in from_env if u), DEFAULT_BASE_URL)).rstrip("/")
         self.temperature = temperature
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
@@ -221,6 +238,10 @@ class OpenAIChat:
             "Authorization": f"Bearer {self._key}",
             "User-Agent": "selfroute-cli",
         }
+        for header, variable in _HEADER_VARIABLES:
+            value = os.environ.get(variable, "").strip()
+            if value:
+                headers[header] = value
         attempt = 0
         while True:
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")

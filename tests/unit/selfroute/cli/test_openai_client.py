@@ -316,3 +316,19 @@ def test_build_client_for_a_local_server_needs_no_key(monkeypatch: pytest.Monkey
     assert offline.generate_structured(StructuredRequest("q", verdict_schema())) is None
     with pytest.raises(Exception, match="verdict='structured'"):
         offline.generate_structured(StructuredRequest("q", verdict_schema(), required=True))
+
+
+def test_the_base_url_comes_from_the_environment_like_chatopenai(
+    openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    assert OpenAIChat("m", api_key="k").url == "https://api.openai.com/v1/chat/completions"
+    monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url)  # what the openai SDK reads
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    assert OpenAIChat("m", api_key="k").generate(PROMPT).text
+    assert openai_server.headers[-1]["openai-organization"] == "org-1"
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")  # ChatOpenAI's, read first
+    assert OpenAIChat("m", api_key="k").base_url == "http://127.0.0.1:9/v1"
+    explicit = OpenAIChat("m", api_key="k", base_url=openai_server.base_url + "/")
+    assert explicit.base_url == openai_server.base_url  # --base-url wins
