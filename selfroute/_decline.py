@@ -398,6 +398,7 @@ SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
 def _shape(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
+
 #: A pointer elsewhere: "you may need to consult other reports", "I recommend checking ...".
 POINTER = re.compile(
     r"\b(?:you|the user|one|readers?)(?: may| might| could| would| will| should| can)?"
