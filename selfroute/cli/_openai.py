@@ -18,6 +18,7 @@ the server and the model.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
@@ -272,7 +273,7 @@ class OpenAIChat:
         with response:
             try:
                 raw = response.read()
-            except OSError as exc:  # reset, timeout
+            except (OSError, http.client.HTTPException) as exc:  # reset, timeout, cut body
                 raise self._failure(exc) from exc
         try:
             data = json.loads(raw)
@@ -367,15 +368,34 @@ class OpenAIChat:
             raise self._empty()
         yield GenerationChunk(text="", usage=usage, model=model, finish_reason=finish or INCOMPLETE)
 
-    def _events(self, response: Any) -> Iterator[dict[str, Any]]:
-        """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
+    def _lines(self, response: Any) -> Iterator[bytes]:
+        """The lines of a streamed body as they arrive.
+
+        Read with ``read1`` (not ``readline``, which ends quietly on a connection cut inside a
+        chunked body): a body that breaks off is a :class:`~selfroute.ModelOutputError`, a body
+        that ends properly simply ends.
+        """
+        buffer = b""
         while True:
             try:
-                line = response.readline()
-            except OSError as exc:  # reset, timeout
-                raise self._failure(exc) from exc
-            if not line:
+                data = response.read1(65536)
+            except (OSError, http.client.HTTPException) as exc:  # reset, timeout, cut chunk
+                raise ModelOutputError(
+                    f"the stream from {self.url} (model {self.model}) broke off: "
+                    f"{type(exc).__name__}: {exc}",
+                    model=self.model,
+                ) from exc
+            if not data:
+                if buffer:
+                    yield buffer
                 return
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            yield from lines
+
+    def _events(self, response: Any) -> Iterator[dict[str, Any]]:
+        """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
+        for line in self._lines(response):
             text = line.decode("utf-8", "replace").strip()
             if not text.startswith("data:"):
                 continue  # blank separators, comments, "event:" lines

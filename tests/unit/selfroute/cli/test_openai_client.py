@@ -332,3 +332,21 @@ def test_the_base_url_comes_from_the_environment_like_chatopenai(
     assert OpenAIChat("m", api_key="k").base_url == "http://127.0.0.1:9/v1"
     explicit = OpenAIChat("m", api_key="k", base_url=openai_server.base_url + "/")
     assert explicit.base_url == openai_server.base_url  # --base-url wins
+
+
+class _ResettingServer(ScriptedOpenAIServer):
+    """Sends a few stream events, then drops the connection inside the chunked body."""
+
+    def stream_events(self, done: Any) -> Any:
+        events = list(super().stream_events(done))
+        yield from events[:4]
+        raise ConnectionResetError("simulated reset mid-stream")
+
+
+def test_a_connection_cut_mid_stream_is_an_error_not_an_end() -> None:
+    with _ResettingServer(lambda body: Reply("Mara kept the lamp for thirty-one years.")) as srv:
+        stream = client(srv).stream(PROMPT)
+        first = next(stream)
+        assert first.text
+        with pytest.raises(ModelOutputError, match="broke off"):
+            list(stream)
