@@ -193,6 +193,7 @@ class OpenAIChat:
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
         self._key = api_key
+        self._context: Any = None
         if api_key:
             register_secret(api_key)
 
@@ -226,6 +227,26 @@ class OpenAIChat:
             model=self.model,
         )
 
+    def _tls(self) -> Any:
+        """The TLS context of an ``https`` server: the system's certificates when
+        ``SSL_CERT_FILE``/``SSL_CERT_DIR`` say so, else ``certifi``'s when installed (as the
+        ``openai`` SDK does), else the system's; ``None`` for plain ``http``."""
+        if not self.url.startswith("https:"):
+            return None
+        if self._context is None:
+            import ssl
+
+            cafile = None
+            if not (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
+                try:
+                    import certifi
+
+                    cafile = certifi.where()
+                except ImportError:
+                    cafile = None
+            self._context = ssl.create_default_context(cafile=cafile)
+        return self._context
+
     def _open(self, data: bytes) -> Any:
         """POST ``data``; the open response (retrying transient failures).
 
@@ -248,7 +269,7 @@ class OpenAIChat:
             request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
             wait: float | None = None
             try:
-                return urllib.request.urlopen(request, timeout=self.timeout)
+                return urllib.request.urlopen(request, timeout=self.timeout, context=self._tls())
             except urllib.error.HTTPError as exc:
                 with exc:
                     message = _error_message(exc.read())

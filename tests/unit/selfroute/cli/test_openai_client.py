@@ -350,3 +350,21 @@ def test_a_connection_cut_mid_stream_is_an_error_not_an_end() -> None:
         assert first.text
         with pytest.raises(ModelOutputError, match="broke off"):
             list(stream)
+
+
+def test_https_trusts_certifi_unless_the_environment_names_certificates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ssl
+
+    import certifi
+
+    seen: list[Any] = []
+    monkeypatch.setattr(ssl, "create_default_context", lambda cafile=None: seen.append(cafile))
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    assert OpenAIChat("m", api_key="k", base_url="http://127.0.0.1:9/v1")._tls() is None
+    OpenAIChat("m", api_key="k", base_url="https://api.openai.com/v1")._tls()
+    monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
+    OpenAIChat("m", api_key="k", base_url="https://api.openai.com/v1")._tls()
+    assert seen == [certifi.where(), None]
