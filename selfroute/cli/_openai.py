@@ -38,10 +38,19 @@ from selfroute._usage import Usage
 __all__ = [
     "BASE_URL_VARIABLES",
     "DEFAULT_BASE_URL",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "InternalServerError",
+    "NotFoundError",
     "OpenAIChat",
+    "PermissionDeniedError",
     "ProviderHTTPError",
+    "RateLimitError",
+    "UnprocessableEntityError",
     "parse_usage",
     "response_format",
+    "status_error",
 ]
 
 #: Where ``openai:NAME`` goes without ``--base-url``, ``OPENAI_API_BASE`` or ``OPENAI_BASE_URL``.
@@ -60,7 +69,8 @@ _MAX_BACKOFF_S = 8.0
 
 
 class ProviderHTTPError(ModelOutputError):
-    """The server answered with an HTTP error status.
+    """The server answered with an HTTP error status (a subclass per status, named as the
+    ``openai`` SDK names its errors: :class:`AuthenticationError` for 401 ...).
 
     Attributes:
         status_code: The HTTP status.
@@ -72,6 +82,57 @@ class ProviderHTTPError(ModelOutputError):
         super().__init__(message, status=status_code, **context)
         self.status_code = status_code
         self.body = body
+
+
+class BadRequestError(ProviderHTTPError):
+    """HTTP 400 (an invalid request, a prompt over the model's context length)."""
+
+
+class AuthenticationError(ProviderHTTPError):
+    """HTTP 401 (a wrong or missing key)."""
+
+
+class PermissionDeniedError(ProviderHTTPError):
+    """HTTP 403."""
+
+
+class NotFoundError(ProviderHTTPError):
+    """HTTP 404 (an unknown model, a wrong base URL)."""
+
+
+class ConflictError(ProviderHTTPError):
+    """HTTP 409."""
+
+
+class UnprocessableEntityError(ProviderHTTPError):
+    """HTTP 422."""
+
+
+class RateLimitError(ProviderHTTPError):
+    """HTTP 429 (after the retries)."""
+
+
+class InternalServerError(ProviderHTTPError):
+    """HTTP 5xx (after the retries)."""
+
+
+#: The error class of each status, named as the ``openai`` SDK names them.
+_STATUS_ERRORS: dict[int, type[ProviderHTTPError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: UnprocessableEntityError,
+    429: RateLimitError,
+}
+
+
+def status_error(status: int) -> type[ProviderHTTPError]:
+    """The :class:`ProviderHTTPError` subclass of an HTTP error status."""
+    if status >= 500:
+        return InternalServerError
+    return _STATUS_ERRORS.get(status, ProviderHTTPError)
 
 
 def parse_usage(raw: Mapping[str, Any] | None) -> Usage | None:
@@ -274,7 +335,7 @@ class OpenAIChat:
                 with exc:
                     message = _error_message(exc.read())
                     wait = _retry_after(exc.headers)
-                error: ModelOutputError = ProviderHTTPError(
+                error: ModelOutputError = status_error(exc.code)(
                     f"HTTP {exc.code} from {self.url} (model {self.model}): {message}",
                     status_code=exc.code,
                     body=message,

@@ -181,6 +181,7 @@ def test_a_rejection_is_not_retried_and_is_classified_as_configuration(
     with pytest.raises(ProviderHTTPError) as info:
         chat.generate(PROMPT)
     assert info.value.status_code == 404 and "does not exist" in str(info.value)
+    assert isinstance(info.value, _openai.NotFoundError)  # named as the openai SDK names it
     assert openai_server.calls == 1
     with pytest.raises(ModelConfigurationError) as classified_info:
         with classified(Stage.LONG_CONTEXT, chat.name):
@@ -196,6 +197,7 @@ def test_transient_errors_are_retried_then_raised(
     with pytest.raises(ProviderHTTPError) as info:
         client(openai_server, max_retries=2).generate(PROMPT)
     assert info.value.status_code == 503 and openai_server.calls == 3
+    assert isinstance(info.value, _openai.InternalServerError)
     assert len(no_backoff) == 2 and all(0 < w <= 8 for w in no_backoff)
 
 
@@ -246,7 +248,7 @@ def test_a_malformed_body_is_a_model_output_error(openai_server: ScriptedOpenAIS
 
 def test_the_key_is_redacted_from_errors(openai_server: ScriptedOpenAIServer) -> None:
     scripted(openai_server, Reply("bad key sk-test-123456", status=401))
-    with pytest.raises(ProviderHTTPError) as info:
+    with pytest.raises(_openai.AuthenticationError) as info:
         client(openai_server).generate(PROMPT)
     assert "sk-test-123456" not in str(info.value)
 
