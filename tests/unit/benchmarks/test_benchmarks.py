@@ -151,8 +151,11 @@ def test_merge_replaces_only_the_sections_run(tmp_path: Path) -> None:
     assert text.count(run_all.START) == 1 and text.count(run_all.END) == 1
     assert "Run: full, 3 s total" in text  # the header of the last full run stays
     assert "| m5 |" in text and "old10" not in text and "| new10 |" in text
-    assert text.index("### 5.") < text.index("### 10.") < text.index("### 11.") < text.index(
-        run_all.END
+    assert (
+        text.index("### 5.")
+        < text.index("### 10.")
+        < text.index("### 11.")
+        < text.index(run_all.END)
     )
     assert "_Run alone (`python -m benchmarks --only 10 --merge`): date: " in text
     assert before.split("### 5.")[1].split("### 10.")[0] in text  # section 5 untouched
