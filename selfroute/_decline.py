@@ -26,6 +26,7 @@ compiling a handful of regular expressions.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -520,6 +521,7 @@ _GENERIC = FUNCTION_WORDS | _words(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
     for suffix in ("ings", "ing", "ies", "ied", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -153,15 +153,9 @@ _MAX_SENTENCES = 60
 _MAX_SENTENCE_CHARS = 1000
 
 
-def _sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences that contain at least one word character.
-
-    Only the first ``_MAX_SENTENCES`` sentences and the last one are returned (a decline shows in
-    the opening or the conclusion; this bounds the work on very long outputs).
-    """
-    out: list[str] = []
+def _sentence_ends(text: str) -> Iterator[int]:
+    """The offsets in ``text`` at which a sentence ends (after its punctuation, or a line break)."""
     start = 0
-    last = ""
     for m in _BREAK.finditer(text):
         end = m.end()
         if m.group() != "\n":
@@ -176,6 +170,31 @@ def _sentences(text: str) -> list[str]:
                 and _ABBREVIATION.search(near, max(0, len(near) - 7))
             ) and not (start == 0 and re.fullmatch(r"\s*\(?[A-Ea-e][.)]", text[:end])):
                 continue
+        yield end
+        start = end
+
+
+def complete_sentences(text: str) -> str:
+    """The opening of ``text`` that ends with a complete sentence (``""`` if none has ended yet).
+
+    The streaming sniffer classifies this, the way :func:`parse_verdict` would split it.
+    """
+    end = 0
+    for end in _sentence_ends(text):  # noqa: B007 -- the last one is wanted
+        pass
+    return text[:end]
+
+
+def _sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences that contain at least one word character.
+
+    Only the first ``_MAX_SENTENCES`` sentences and the last one are returned (a decline shows in
+    the opening or the conclusion; this bounds the work on very long outputs).
+    """
+    out: list[str] = []
+    start = 0
+    last = ""
+    for end in _sentence_ends(text):
         piece = text[start : min(end, start + _MAX_SENTENCE_CHARS)]
         if _WORD.search(piece):
             if len(out) < _MAX_SENTENCES:
