@@ -195,12 +195,13 @@ def _sentences(text: str) -> list[str]:
     start = 0
     last = ""
     for end in _sentence_ends(text):
-        piece = text[start : min(end, start + _MAX_SENTENCE_CHARS)]
-        if _WORD.search(piece):
+        piece = text[start : min(end, start + _MAX_SENTENCE_CHARS)].strip()
+        # ``[^\W_]`` is ``str.isalnum``: most sentences start with a letter or digit
+        if piece[:1].isalnum() or _WORD.search(piece):
             if len(out) < _MAX_SENTENCES:
-                out.append(piece.strip())
+                out.append(piece)
             else:
-                last = piece.strip()
+                last = piece
         start = end
     tail = text[start : start + _MAX_SENTENCE_CHARS]
     if _WORD.search(tail):
