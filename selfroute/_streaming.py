@@ -49,6 +49,7 @@ def _stream_clean(raw: str) -> tuple[str, bool]:
 
 
 _SPACE = re.compile(r"\s")
+_WORD = re.compile(r"[^\W_]")  # a letter or digit: text with none is not judged yet ("* ", "1.")
 
 
 class SentinelSniffer:
@@ -132,7 +133,7 @@ class SentinelSniffer:
     def _reads_as_answer(self, cleaned: str) -> bool:
         """Whether the held text ``cleaned`` may be shown (see ``hold_chars``)."""
         done = complete_sentences(cleaned)
-        if done.strip():
+        if _WORD.search(done):
             if done != self._checked:  # judged again only when another sentence has ended
                 self._checked = done
                 self._suspect = self._declines(done)
@@ -143,9 +144,9 @@ class SentinelSniffer:
         start = self._seen
         self._seen = len(cleaned)
         for m in _SPACE.finditer(cleaned, max(1, start)):
-            if not self._suspect:
+            if not self._suspect and _WORD.search(cleaned, 0, m.start()):
                 self._suspect = self._declines(cleaned[: m.start()])
-        if not self._suspect:
+        if not self._suspect and _WORD.search(cleaned):
             self._suspect = self._declines(cleaned)
         return len(cleaned) >= self.hold_chars and not self._suspect
 

@@ -72,6 +72,12 @@ def test_a_long_first_sentence_is_released_at_the_cap() -> None:
     assert 30 <= received < 40
 
 
+def test_markup_before_the_first_word_is_not_judged_a_decline() -> None:
+    sniffer = sr.SentinelSniffer(hold_chars=10)
+    out = [sniffer.feed(t) for t in ["* ", "Paris", " is", " the", " capital", " of", " France"]]
+    assert "".join(out).startswith("* Paris is the")  # released at the cap, not held as garbled
+
+
 def test_a_hedged_decline_is_released_once_its_sentence_commits() -> None:
     text = "Her birth year is not mentioned, but she was born in 1901. More follows here."
     shown, _ = _feed(text, hold_chars=80)
