@@ -91,6 +91,7 @@ ROUTE_CONFIG_SETTINGS = (
     "pre_route",
     "grounded",
     "speculate_below",
+    "stream_hold_chars",
 )
 
 
@@ -175,6 +176,9 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
         speculate_below: Start the long-context call alongside the RAG step when the best chunk's
             score (``score``/``relevance_score`` metadata) is under this; it is cancelled if the
             RAG step answers (its tokens are reported as a ``wasted`` step). ``None``: off.
+        stream_hold_chars: Streaming: hold the RAG answer until the decline detector reads its
+            first sentence (or this many characters) as an answer, so a decline that opens like
+            an answer is not shown and then retracted; ``0`` (default): off.
         question_key: The input key holding the question; ``None`` (default) takes the first of
             ``question``, ``input``, ``query`` and ``messages`` present. A message list or a
             ``PromptValue`` there (or as the whole input) gives its last human message. The input
@@ -220,6 +224,7 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
     pre_route: SkipValidation[PreRoute | None] = None
     grounded: SkipValidation[bool] = False
     speculate_below: SkipValidation[float | None] = None
+    stream_hold_chars: SkipValidation[int] = 0
     question_key: str | None = None
 
     _pass_k: bool = PrivateAttr(default=True)

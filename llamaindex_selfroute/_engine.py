@@ -154,7 +154,8 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
             or weak retrieval), ``grounded`` (answers quote their support, checked before
             they are shown; an unsupported long-context answer abstains) and
             ``speculate_below`` (start the long-context call alongside the RAG step when the
-            best node scores under it).
+            best node scores under it); streaming: ``stream_hold_chars`` (hold the RAG answer
+            until its first sentence, or that many characters, reads as an answer).
 
     Raises:
         ConfigurationError: An unknown setting or an invalid value (also ``verdict="structured"``

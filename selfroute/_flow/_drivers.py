@@ -112,7 +112,10 @@ class _StreamState:
         self.holding = step.hold
         if step.stage is Stage.RAG and not step.hold:
             self.sniffer = SentinelSniffer(
-                sentinel=step.sentinel or DEFAULT_SENTINEL, strict=step.strict
+                sentinel=step.sentinel or DEFAULT_SENTINEL,
+                strict=step.strict,
+                hold_chars=step.hold_chars,
+                question=step.question,
             )
         else:
             self.sniffer = None
