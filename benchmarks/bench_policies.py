@@ -56,12 +56,13 @@ K = 5
 LABELLED = (
     Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "refusals" / "labelled.jsonl"
 )
-#: The held-out source of the verdict parser (issue #15): RAGTruth RAG answers, hand-labelled.
+#: RAGTruth RAG answers, hand-labelled: the verdict parser's held-out source until issue #15's
+#: rules were revised after reading its errors (a tuning source since).
 RAGTRUTH_LABELLED = LABELLED.with_name("ragtruth_labelled.jsonl")
 #: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled file.
 DECLINE_SETS = {
     "LongBench Qasper + InfiniteBench (tuning sources)": LABELLED,
-    "RAGTruth (held-out source)": RAGTRUTH_LABELLED,
+    "RAGTruth (held out at the freeze, tuning since)": RAGTRUTH_LABELLED,
 }
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
@@ -612,7 +613,7 @@ def run(ctx: BenchContext) -> BenchResult:
             f"**{name}: structured verdicts when the model declines in its own words** — the "
             "oracle's RAG-step declines replaced by real model declines (hand-labelled, "
             f"{len(real_declines())} tuning-source texts, then "
-            f"{len(real_declines(RAGTRUTH_LABELLED))} from the held-out RAGTruth source; "
+            f"{len(real_declines(RAGTRUTH_LABELLED))} from RAGTruth; "
             "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )

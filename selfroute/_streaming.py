@@ -11,7 +11,12 @@ from __future__ import annotations
 import re
 
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import could_start_decline, strip_reasoning
+from selfroute._verdict import (
+    complete_sentences,
+    could_start_decline,
+    parse_verdict,
+    strip_reasoning,
+)
 
 __all__ = ["SentinelSniffer"]
 
@@ -43,6 +48,10 @@ def _stream_clean(raw: str) -> tuple[str, bool]:
     return stripped, False
 
 
+_SPACE = re.compile(r"\s")
+_WORD = re.compile(r"[^\W_]")  # a letter or digit: text with none is not judged yet ("* ", "1.")
+
+
 class SentinelSniffer:
     """Decides, chunk by chunk, when streamed RAG text can be shown.
 
@@ -51,16 +60,36 @@ class SentinelSniffer:
         strict: Only the sentinel counts as a decline (natural refusals stream through).
         min_chars: Never release fewer than this many characters of cleaned text, unless the
             stream ends (keeps one-token answers like "Un" from leaking before "answerable").
+        hold_chars: Also hold text that no longer *opens* like a decline until
+            :func:`~selfroute.parse_verdict` (the same detector that decides the route) reads
+            what has arrived as an answer: once the first sentence has ended, the complete
+            sentences so far; before that, the text so far once it is ``hold_chars`` long, and
+            only if no opening of it (up to a word boundary) read as a decline ("His age is not
+            mentioned" holds until its sentence ends, and is not shown if that sentence
+            declines). ``0`` (the default here) releases as soon as the opening cannot be a
+            decline; the flow's streams pass ``RouteConfig.stream_hold_chars``.
+        question: The question, for the detector (a "No, ..." answering a yes/no question).
     """
 
     def __init__(
-        self, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False, min_chars: int = 1
+        self,
+        *,
+        sentinel: str = DEFAULT_SENTINEL,
+        strict: bool = False,
+        min_chars: int = 1,
+        hold_chars: int = 0,
+        question: str | None = None,
     ) -> None:
         self.sentinel = sentinel
         self.strict = strict
         self.min_chars = min_chars
+        self.hold_chars = hold_chars
+        self.question = question
         self._raw = ""
         self._open = False
+        self._suspect = False
+        self._checked = ""
+        self._seen = 0
         self.emitted = ""
 
     @property
@@ -80,6 +109,8 @@ class SentinelSniffer:
             # A word may be half-written: only judge once the prefix can no longer be a decline.
             if could_start_decline(cleaned, sentinel=self.sentinel, strict=self.strict):
                 return ""
+            if self.hold_chars > 0 and not self._reads_as_answer(cleaned):
+                return ""
             self._open = True
         if not cleaned.startswith(self.emitted):
             return ""  # cleaning changed earlier text (rare); the final answer settles it
@@ -92,6 +123,32 @@ class SentinelSniffer:
         out = shown[len(self.emitted) :]
         self.emitted = shown
         return out
+
+    def _declines(self, text: str) -> bool:
+        verdict = parse_verdict(
+            text, sentinel=self.sentinel, strict=self.strict, question=self.question
+        )
+        return verdict.declined
+
+    def _reads_as_answer(self, cleaned: str) -> bool:
+        """Whether the held text ``cleaned`` may be shown (see ``hold_chars``)."""
+        done = complete_sentences(cleaned)
+        if _WORD.search(done):
+            if done != self._checked:  # judged again only when another sentence has ended
+                self._checked = done
+                self._suspect = self._declines(done)
+            return not self._suspect
+        # Every opening of the sentence that ends a word, and the text so far as if its last word
+        # were complete: "Her birth year is not mentioned" declines, and may arrive in one chunk
+        # with what follows ("... mentioned in the").
+        start = self._seen
+        self._seen = len(cleaned)
+        for m in _SPACE.finditer(cleaned, max(1, start)):
+            if not self._suspect and _WORD.search(cleaned, 0, m.start()):
+                self._suspect = self._declines(cleaned[: m.start()])
+        if not self._suspect and _WORD.search(cleaned):
+            self._suspect = self._declines(cleaned)
+        return len(cleaned) >= self.hold_chars and not self._suspect
 
     def remainder(self, final_answer: str) -> str:
         """Text of ``final_answer`` not yet shown (called when the RAG answer was accepted)."""

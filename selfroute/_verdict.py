@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -78,7 +78,8 @@ _LABEL = re.compile(
     r"\s*(?:\*\*|__)?\s*",
     re.IGNORECASE,
 )
-_MARKDOWN = re.compile(r"(\*\*|__|`+|^#+\s*|^>\s*)", re.MULTILINE)
+# The look-ahead names the first character of every alternative: the scan skips other text fast.
+_MARKDOWN = re.compile(r"(?=[*_`#>])(\*\*|__|`+|^#+\s*|^>\s*)", re.MULTILINE)
 _QUOTES = "\"'“”‘’«»「」`"
 _WORD = re.compile(r"[^\W_]")  # a letter or digit in any script
 
@@ -134,21 +135,54 @@ def _norm_lines(text: str) -> str:
 
 def _norm(text: str) -> str:
     """Lower-case, unify apostrophes, collapse white space."""
-    text = text.replace("’", "'").replace("‘", "'").lower()
-    return re.sub(r"\s+", " ", text).strip()
+    # ``str.split()`` splits on exactly the characters ``\s`` matches (``str.isspace``) and drops
+    # them at both ends: the same result as a regex substitution and a strip, several times faster.
+    return " ".join(text.replace("’", "'").replace("‘", "'").lower().split())
 
 
 # -- sentences ---------------------------------------------------------------------------------
 # Sentence ends: terminal punctuation or a semicolon (plus closing quotes/brackets) followed by
 # white space, or a line break. A period after a title ("Mrs.") or a mid-text initial ("K.") does
 # not end a sentence.
-_BREAK = re.compile(r"[.!?;]+[\"'”’)\]]*(?=\s)|\n")
+_BREAK = re.compile(r"(?=[.!?;\n])(?:[.!?;]+[\"'”’)\]]*(?=\s)|\n)")
 _ABBREVIATION = re.compile(
     r"(?:\b(?i:mr|mrs|ms|dr|st|jr|sr|prof|vs|etc|e\.g|i\.e|fig|sec|vol|no|al|inc|ltd|co|gen|col|"
     r"capt|lt|sgt|rev|hon|mt|ca|cf|approx)|(?<![\w.])[A-HJ-Z])\.$"
 )
 _MAX_SENTENCES = 60
 _MAX_SENTENCE_CHARS = 1000
+
+
+def _sentence_ends(text: str) -> Iterator[int]:
+    """The offsets in ``text`` at which a sentence ends (after its punctuation, or a line break)."""
+    start = 0
+    for m in _BREAK.finditer(text):
+        end = m.end()
+        if m.group() != "\n":
+            near = text[max(start, end - 12) : end].rstrip("\"'”’)]")
+            # "Mrs." or an initial: not a sentence end -- except a leading option letter ("D. ...").
+            # (Both end in a letter and a period: the search is skipped for any other ending.)
+            # A match ends the text and is at most 7 characters long ("approx."): the search starts
+            # there (``\b`` and the look-behind still see the characters before).
+            if (
+                near[-2:-1].isalpha()
+                and near[-1] == "."
+                and _ABBREVIATION.search(near, max(0, len(near) - 7))
+            ) and not (start == 0 and re.fullmatch(r"\s*\(?[A-Ea-e][.)]", text[:end])):
+                continue
+        yield end
+        start = end
+
+
+def complete_sentences(text: str) -> str:
+    """The opening of ``text`` that ends with a complete sentence (``""`` if none has ended yet).
+
+    The streaming sniffer classifies this, the way :func:`parse_verdict` would split it.
+    """
+    end = 0
+    for end in _sentence_ends(text):  # noqa: B007 -- the last one is wanted
+        pass
+    return text[:end]
 
 
 def _sentences(text: str) -> list[str]:
@@ -160,21 +194,14 @@ def _sentences(text: str) -> list[str]:
     out: list[str] = []
     start = 0
     last = ""
-    for m in _BREAK.finditer(text):
-        end = m.end()
-        if m.group() != "\n":
-            near = text[max(start, end - 12) : end].rstrip("\"'”’)]")
-            # "Mrs." or an initial: not a sentence end -- except a leading option letter ("D. ...").
-            if _ABBREVIATION.search(near) and not (
-                start == 0 and re.fullmatch(r"\s*\(?[A-Ea-e][.)]", text[:end])
-            ):
-                continue
-        piece = text[start : min(end, start + _MAX_SENTENCE_CHARS)]
-        if _WORD.search(piece):
+    for end in _sentence_ends(text):
+        piece = text[start : min(end, start + _MAX_SENTENCE_CHARS)].strip()
+        # ``[^\W_]`` is ``str.isalnum``: most sentences start with a letter or digit
+        if piece[:1].isalnum() or _WORD.search(piece):
             if len(out) < _MAX_SENTENCES:
-                out.append(piece.strip())
+                out.append(piece)
             else:
-                last = piece.strip()
+                last = piece
         start = end
     tail = text[start : start + _MAX_SENTENCE_CHARS]
     if _WORD.search(tail):
@@ -290,6 +317,32 @@ _STRONG_REFUSALS: tuple[re.Pattern[str], ...] = tuple(
         r"instances|samples|items|prompts)\b)",
     )
 )
+_NEG_GUARD = ("not", "n't", "fail", "never")
+#: For each of :data:`_STRONG_REFUSALS`, substrings one of which it needs to match (``()``: none,
+#: the pattern is anchored at the start and fails fast anyway).
+_STRONG_GUARDS: tuple[tuple[str, ...], ...] = (
+    ("know",),
+    ("sure", "certain"),
+    ("enough", "sufficient", "lack"),
+    ("sufficient", "enough", "adequate"),
+    _NEG_GUARD,
+    ("not", "n't"),
+    ("there",),
+    ("not", "n't", "never"),
+    ("not", "n't"),
+    ("not", "impossible", "unclear", "uncertain"),
+    ("difficult", "hard", "impossible"),
+    ("not", "n't"),
+    ("answer", "question"),
+    ("answer", "question"),
+    ("answer",),
+    ("without",),
+    _NEG_GUARD,
+    ("need", "require"),
+    (),
+    (),
+)
+_STRONG = tuple(zip(_STRONG_REFUSALS, _STRONG_GUARDS, strict=True))
 # "I cannot provide a summary / an answer ...": a decline unless it is about the form (copyright).
 _WEAK_REFUSAL = re.compile(
     rf"\b(?:i|we) {_INABILITY} (?:\w+ ){{0,2}}?(?:provide|give|offer|make|choose|select|"
@@ -382,11 +435,13 @@ def _lead_stripped(sentence: str) -> str:
 
 #: Every decline pattern needs one of these words: a sentence without any is content, and the
 #: patterns are not run on it (most sentences of most answers).
+#: (Only ever tested for a match: the words are grouped by their first letters, which the regex
+#: engine tests once, instead of once per word.)
 _TRIGGER = re.compile(
-    r"n't|\b(?:not|no|never|none|nothing|nowhere|neither|nor|cannot|unable|without|lack\w*|"
-    r"silent|insufficient|unclear|uncertain|impossible|difficult|hard|unknown|n/?a|unanswerable|"
-    r"fail\w*|beyond|outside|irrelevant|unrelated|inadequate|only|sorry|apologi\w+|afraid|"
-    r"unfortunately|need|require|omit\w*|leaves?|idea|absent)\b"
+    r"n't|\b(?:n(?:o(?:t|ne|thing|where|r)?|ever|either|/?a)|cannot|un(?:able|clear|certain|known|"
+    r"answerable|related|fortunately)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
+    r"nadequate|dea)|difficult|hard|beyond|outside|fail\w*|only|sorry|apologi\w+|afraid|need|"
+    r"require|omit\w*|leaves?|absent)\b"
 )
 
 
@@ -397,29 +452,44 @@ _REPORTED_DECLINE = re.compile(
 )
 
 
+def _contains(text: str, words: tuple[str, ...]) -> bool:
+    """Whether ``text`` contains any of ``words`` (a guard: ``in`` costs far less than a search)."""
+    for word in words:  # noqa: SIM110 -- a loop costs half what any() over a generator costs
+        if word in text:
+            return True
+    return False
+
+
+#: ``_REPORTED_DECLINE`` needs an opening quote.
+_QUOTE_MARKS = ('"', "'", "“", "‘")
+
+
 def _refusal_match(sentence: str) -> str | None:
     """The phrase by which ``sentence`` declines the question, if any."""
     if not _TRIGGER.search(sentence):
         return None
+    return _refusal_phrase(sentence)
+
+
+def _refusal_phrase(sentence: str) -> str | None:
+    """:func:`_refusal_match` of a sentence known to contain a decline word (``_TRIGGER``)."""
     core = _lead_stripped(sentence)
-    for pat in _STRONG_REFUSALS:
+    for pat, guards in _STRONG:
+        if guards and not _contains(core, guards):
+            continue
         m = pat.search(core)
         if m:
             return m.group(0)
     shape = decline_shape(core)
     if shape is not None:
         return shape[1]
-    quoted = _REPORTED_DECLINE.search(core)
+    quoted = _REPORTED_DECLINE.search(core) if _contains(core, _QUOTE_MARKS) else None
     if quoted is not None:
         inner = _norm(quoted.group(1))
         if inner and inner != core:
             return _refusal_match(inner)
     m = _UNFORTUNATELY.search(sentence)
     return m.group(0) if m else None
-
-
-def _has(sentence: str, words: tuple[str, ...]) -> bool:
-    return any(w in sentence for w in words)
 
 
 #: Substrings without which a pattern cannot match (cheap guards before the searches).
@@ -437,23 +507,46 @@ _POINTER_GUARDS = (
 )  # fmt: skip
 
 
-def _kind(sentence: str) -> str:
-    """Classify one normalised sentence (see the table above)."""
-    triggered = _TRIGGER.search(sentence) is not None
-    if triggered and _refusal_match(sentence):
+def _is_form(sentence: str) -> bool:
+    """Whether ``sentence`` declines a *form* of answer (copyright, "as an AI ...")."""
+    return _contains(sentence, _FORM_GUARDS) and _FORM.search(sentence) is not None
+
+
+def _is_refusal(sentence: str, triggered: bool | None = None) -> bool:
+    """``_kind(sentence) == "R"``, without classifying non-declines any further.
+
+    ``triggered``: whether ``sentence`` contains a decline word (``_TRIGGER``), when known.
+    """
+    if triggered is None:
+        triggered = _TRIGGER.search(sentence) is not None
+    if not triggered:
+        return False
+    if _refusal_phrase(sentence):
+        return True
+    return not _is_form(sentence) and _WEAK_REFUSAL.search(_lead_stripped(sentence)) is not None
+
+
+def _kind(sentence: str, triggered: bool | None = None) -> str:
+    """Classify one normalised sentence (see the table above).
+
+    ``triggered``: whether ``sentence`` contains a decline word (``_TRIGGER``), when known.
+    """
+    if triggered is None:
+        triggered = _TRIGGER.search(sentence) is not None
+    if triggered and _refusal_phrase(sentence):
         return "R"
-    if _has(sentence, _FORM_GUARDS) and _FORM.search(sentence):
+    if _is_form(sentence):
         return "F"
     if triggered and _WEAK_REFUSAL.search(_lead_stripped(sentence)):
         return "R"
     if _APOLOGY.search(sentence):
         return "P"
-    if _has(sentence, _REQUEST_GUARDS) and _REQUEST.search(sentence):
+    if _contains(sentence, _REQUEST_GUARDS) and _REQUEST.search(sentence):
         return "Q"
-    if _has(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
+    if _contains(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
         return "X"
     core = _lead_stripped(sentence)
-    if len(_WORD_RUN.findall(core)) == 0 or COVERS_INSTEAD.search(core):
+    if _WORD.search(core) is None or COVERS_INSTEAD.search(core):
         return "N"
     return "C"
 
@@ -516,25 +609,119 @@ def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
     return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
 
 
-def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | None:
+class _Sentences:
+    """The sentences of one output, normalised and classified only when the verdict asks.
+
+    Most outputs are answers whose verdict needs the kind of the opening sentence and, of the
+    others, only whether they decline: classifying every sentence fully (as the table above
+    describes) would give the same verdict at several times the cost.
+    """
+
+    __slots__ = ("_kinds", "_norms", "_raw", "_refusals", "_triggers", "may_give_up")
+
+    def __init__(self, cleaned: str, flat: str) -> None:
+        self._raw = _sentences(cleaned)
+        self._norms: list[str | None] = [None] * len(self._raw)
+        self._kinds: list[str | None] = [None] * len(self._raw)
+        # No decline word anywhere (see _cannot_decline): no sentence declines.
+        maybe = len(cleaned) > _MAX_SENTENCE_CHARS or _TRIGGER.search(flat) is not None
+        self._triggers: list[bool | None] = [None if maybe else False] * len(self._raw)
+        self._refusals: list[bool | None] = [None if maybe else False] * len(self._raw)
+        #: Whether any sentence can give up on the question (``_GIVES_UP`` needs these words).
+        self.may_give_up = ("answer" in flat and ("able" in flat or "question" in flat)) or (
+            "respond" in flat and "question" in flat
+        )
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, i: int) -> str:
+        norm = self._norms[i]
+        if norm is None:
+            norm = self._norms[i] = _norm(self._raw[i])
+        return norm
+
+    def triggered(self, i: int) -> bool:
+        """Whether sentence ``i`` contains a decline word (``_TRIGGER``)."""
+        triggered = self._triggers[i]
+        if triggered is None:
+            triggered = self._triggers[i] = _TRIGGER.search(self[i]) is not None
+        return triggered
+
+    def kind(self, i: int) -> str:
+        """``_kind`` of sentence ``i``."""
+        kind = self._kinds[i]
+        if kind is None:
+            kind = self._kinds[i] = _kind(self[i], self.triggered(i))
+        return kind
+
+    def phrase(self, i: int) -> str:
+        """The phrase by which declining sentence ``i`` declines (the sentence, failing one)."""
+        return (_refusal_phrase(self[i]) if self.triggered(i) else None) or self[i]
+
+    def refuses(self, i: int) -> bool:
+        """Whether sentence ``i`` is a decline (``kind(i) == "R"``)."""
+        refusal = self._refusals[i]
+        if refusal is None:
+            kind = self._kinds[i]
+            refusal = kind == "R" if kind is not None else _is_refusal(self[i], self.triggered(i))
+            self._refusals[i] = refusal
+        return refusal
+
+    def first_refusal(self, start: int) -> str | None:
+        """The first declining sentence from ``start`` on."""
+        return next((self[i] for i in range(start, len(self)) if self.refuses(i)), None)
+
+
+#: Substrings one of which an apology or preamble sentence (``_APOLOGY``) needs.
+_APOLOGY_GUARDS = (
+    "sorry", "apologi", "sure", "of course", "question", "thank", "help", "assist", "answer",
+)  # fmt: skip
+_CANNOT_DECLINE_GUARDS = (*_FORM_GUARDS, *_REQUEST_GUARDS, *_APOLOGY_GUARDS)
+
+
+def _cannot_decline(flat: str, length: int) -> bool:
+    """Whether the whole normalised output ``flat`` shows that no sentence of it can decline.
+
+    Every sentence is a piece of the output, so its normalised text is a piece of ``flat`` with a
+    word boundary at both ends: a pattern that finds nothing in ``flat`` finds nothing in any
+    sentence. (Not so for a sentence cut at ``_MAX_SENTENCE_CHARS``, which can end mid-word: a
+    longer output is split as usual.) With no decline word, no refusal of form, no request and no
+    apology anywhere, the opening sentence is content and nothing later declines.
+    """
+    return (
+        length <= _MAX_SENTENCE_CHARS
+        and _TRIGGER.search(flat) is None
+        and not _contains(flat, _CANNOT_DECLINE_GUARDS)
+    )
+
+
+def _refusal_verdict(
+    cleaned: str, shape: QuestionShape | None = None, flat: str | None = None
+) -> str | None:
     """Return the phrase that makes ``cleaned`` a natural-language decline, or ``None``.
 
     With the question's ``shape``: an opening "No, ..." answers a yes/no question, and an answer
-    that later declares the asked-for item absent is a (partial) decline.
+    that later declares the asked-for item absent is a (partial) decline. ``flat`` is
+    ``_norm(cleaned)``, when the caller has it.
     """
-    sentences = [_norm(s) for s in _sentences(cleaned)]
-    if not sentences:
+    if flat is None:
+        flat = _norm(cleaned)
+    if _cannot_decline(flat, len(cleaned)):
         return None
-    kinds = [_kind(s) for s in sentences]
-    first = next((i for i, k in enumerate(kinds) if k != "P"), None)
+    sentences = _Sentences(cleaned, flat)
+    count = len(sentences)
+    if not count:
+        return None
+    first = next((i for i in range(count) if sentences.kind(i) != "P"), None)
     if first is None:  # only apologies
         return sentences[0]
-    if kinds[first] == "X":
-        kinds[first] = "C"  # "To prepare, you should consult your doctor ...": an instruction
-    if shape is not None and shape.yes_no:
-        kinds[first] = _polar_kind(sentences[first], kinds[first], shape)
-    kind = kinds[first]
+    kind = sentences.kind(first)
+    if kind == "X":
+        kind = "C"  # "To prepare, you should consult your doctor ...": an instruction
     head = sentences[first]
+    if shape is not None and shape.yes_no:
+        kind = _polar_kind(head, kind, shape)
     if kind == "R":
         clauses = _CONCESSION.split(head, maxsplit=1)
         if len(clauses) == 2 and _commits(clauses[0]):
@@ -542,36 +729,45 @@ def _refusal_verdict(cleaned: str, shape: QuestionShape | None = None) -> str | 
     if kind == "Q":
         return head
     if kind == "R":
-        return _opening_decline(sentences, kinds, first)
+        return _opening_decline(sentences, first)
     if kind == "F":
         # "I cannot reproduce copyrighted excerpts. However, ... X." answers; with no content, or a
         # decline later, it is a refusal.
-        later = next((sentences[i] for i in range(first + 1, len(kinds)) if kinds[i] == "R"), None)
+        later = sentences.first_refusal(first + 1)
         if later is not None:
             return _refusal_match(later) or later
         parts = _BUT.split(head, maxsplit=1)
-        if "C" in kinds[first + 1 :] or (len(parts) == 2 and _kind(parts[1]) == "C"):
+        if any(sentences.kind(i) == "C" for i in range(first + 1, count)) or (
+            len(parts) == 2 and _kind(parts[1]) == "C"
+        ):
             return None
         return head
-    # Content first: an answer, unless the closing sentence concludes with a decline, or (the
-    # question known, not a yes/no one) a later sentence says the asked-for item is missing.
-    last = sentences[-1]
-    if (
-        len(sentences) > first + 1
-        and kinds[-1] == "R"
-        and _CONCLUSION.search(last)
-        and not _NO_FURTHER.search(last)
-    ):
-        return _refusal_match(last) or last
-    for i in range(first + 1, len(kinds)):  # "... Unable to answer based on given passages."
-        if kinds[i] == "R" and _GIVES_UP.search(_lead_stripped(sentences[i])):
-            return _refusal_match(sentences[i]) or sentences[i]
+    return _closing_decline(sentences, first, shape)
+
+
+def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | None) -> str | None:
+    """Content first: an answer, unless the closing sentence concludes with a decline, a later
+    sentence gives up on the question, or (the question known, not a yes/no one) a later sentence
+    says the asked-for item is missing."""
+    count = len(sentences)
+    if count > first + 1:
+        last = sentences[count - 1]
+        if (
+            _CONCLUSION.search(last)
+            and sentences.refuses(count - 1)
+            and not _NO_FURTHER.search(last)
+        ):
+            return sentences.phrase(count - 1)
+    if sentences.may_give_up:  # "... Unable to answer based on given passages."
+        for i in range(first + 1, count):
+            if _GIVES_UP.search(_lead_stripped(sentences[i])) and sentences.refuses(i):
+                return sentences.phrase(i)
     if shape is not None and not shape.yes_no:
-        for i in range(first + 1, len(kinds)):
-            if kinds[i] == "R" and _asks_for_absent(sentences[i], shape):
-                if any(_concludes(sentences[j]) for j in range(i + 1, len(kinds))):
+        for i in range(first + 1, count):
+            if sentences.refuses(i) and _asks_for_absent(sentences[i], shape):
+                if any(_concludes(sentences[j]) for j in range(i + 1, count)):
                     return None  # "... Therefore, X is Y.": the final verdict commits
-                return _refusal_match(sentences[i]) or sentences[i]
+                return sentences.phrase(i)
     return None
 
 
@@ -588,19 +784,21 @@ def _concludes(sentence: str) -> bool:
     return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
 
 
-def _opening_decline(sentences: list[str], kinds: list[str], first: int) -> str | None:
+def _opening_decline(sentences: _Sentences, first: int) -> str | None:
     """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer."""
     head = sentences[first]
     # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
     parts = _BUT.split(head, maxsplit=1)
-    hedged = len(parts) == 2 and _kind(parts[0]) == "R" and _commits(parts[1])
+    hedged = len(parts) == 2 and _is_refusal(parts[0]) and _commits(parts[1])
     rest = first + 1
     if not hedged:
-        nxt = next((i for i in range(first + 1, len(kinds)) if kinds[i] not in "NPX"), None)
+        nxt = next(
+            (i for i in range(first + 1, len(sentences)) if sentences.kind(i) not in "NPX"), None
+        )
         if nxt is None or not _hedges_into_answer(sentences[nxt]):
             return _refusal_match(head) or head
         rest = nxt + 1
-    later = next((sentences[i] for i in range(rest, len(kinds)) if kinds[i] == "R"), None)
+    later = sentences.first_refusal(rest)
     return None if later is None else (_refusal_match(later) or later)
 
 
@@ -617,7 +815,7 @@ _ATTRIBUTIVE = re.compile(
 _NEGATED = re.compile(r"\b(?:not|n't|never|no longer)\s*[\"'“”‘’]*\s*$")
 
 
-def _sentinel_verdict(cleaned: str, sentinel: str) -> str | None:
+def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> str | None:
     """Return the sentinel when the text declines with it (not when it merely mentions it).
 
     The sentinel declines when it stands as the answer: alone, at the start of the output, at the
@@ -626,7 +824,7 @@ def _sentinel_verdict(cleaned: str, sentinel: str) -> str | None:
     attribute mid-sentence ("handles unanswerable questions"), negated ("not unanswerable"), or as
     the label of a follow-up question after an answer ("Unanswerable: what is the size?").
     """
-    if _norm(sentinel) not in _norm(cleaned):
+    if _norm(sentinel) not in (_norm(cleaned) if flat is None else flat):
         return None  # a cheap necessary condition: the sentinel's words, in order
     text = _norm_lines(cleaned)
     first_word = _WORD.search(text)
@@ -736,12 +934,13 @@ def parse_verdict(
         return Verdict(kind=kind, answer="")
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
-    matched = _sentinel_verdict(cleaned, sentinel)
+    flat = _norm(cleaned)
+    matched = _sentinel_verdict(cleaned, sentinel, flat)
     if matched is not None:
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
         shape = _question_shape(question) if question and question.strip() else None
-        phrase = _refusal_verdict(cleaned, shape)
+        phrase = _refusal_verdict(cleaned, shape, flat)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)
     return Verdict(kind=VerdictKind.ANSWERED, answer=cleaned)

@@ -83,6 +83,12 @@ class RouteConfig:
             and cancel it if the RAG step answers. Saves the RAG step's latency on questions that
             escalate; costs the cancelled call's tokens (reported as ``wasted`` steps) on those
             that do not. ``None`` (default): off.
+        stream_hold_chars: Streaming: besides text that still *opens* like a decline, hold the
+            RAG answer until the decline detector reads it as an answer -- its first sentence
+            complete, or this many characters with no decline in sight -- so that a decline
+            whose opening looks like an answer ("Her birth year is not mentioned ...") is not
+            shown and then retracted. Costs that much time to the first token of every answer.
+            ``0`` (default): release as soon as the opening cannot be a decline.
     """
 
     k: int = 5
@@ -107,8 +113,12 @@ class RouteConfig:
     pre_route: PreRoute | None = None
     grounded: bool = False
     speculate_below: float | None = None
+    stream_hold_chars: int = 0
 
     def __post_init__(self) -> None:
+        hold = self.stream_hold_chars
+        if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
+            raise ConfigurationError(f"stream_hold_chars must be an integer >= 0, got {hold!r}")
         if not isinstance(self.k, int) or isinstance(self.k, bool) or self.k < 1:
             raise ConfigurationError(f"k must be a positive integer, got {self.k!r}")
         ladder = self.k_ladder

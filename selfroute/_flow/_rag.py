@@ -107,6 +107,7 @@ def rag_step(question: str, passages: Sequence[Passage], cfg: RouteConfig) -> Ge
         structured=structured,
         grounded=cfg.grounded,
         k=len(passages),
+        hold_chars=cfg.stream_hold_chars,
     )
 
 

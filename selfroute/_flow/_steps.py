@@ -95,6 +95,7 @@ class Generate:
             :class:`Speculate`); it may be cancelled.
         timeout_s: The drivers give up on the call after this many seconds (what is left of
             the call's ``deadline_s``; ``None``: no limit).
+        hold_chars: For a streamed RAG stage: ``RouteConfig.stream_hold_chars``.
     """
 
     stage: Stage
@@ -107,6 +108,7 @@ class Generate:
     k: int | None = None
     speculative: bool = False
     timeout_s: float | None = field(default=None, compare=False)
+    hold_chars: int = 0
 
     @property
     def hold(self) -> bool:

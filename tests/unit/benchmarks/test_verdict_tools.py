@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import verdict_eval, verdict_speed
+from benchmarks import stream_replay, verdict_eval, verdict_speed
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "refusals"
 
@@ -44,3 +44,21 @@ def test_verdict_speed_measures_against_the_baseline(capsys: pytest.CaptureFixtu
     assert verdict_speed.main([str(FIXTURES / "ragtruth_labelled.jsonl"), "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "| baseline regex |" in out and "| parse_verdict with question |" in out
+
+
+def test_stream_replay_tokens_join_back() -> None:
+    text = "Her birth year (1901?) is not mentioned -- see p. 3.\n\nDone_now"
+    assert "".join(stream_replay.tokens(text)) == text
+    assert stream_replay.tokens("Paris is big.") == ["Paris", " is", " big", "."]
+
+
+def test_stream_replay_counts_fewer_retractions_with_a_hold(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rows = stream_replay._load([FIXTURES / "labelled.jsonl"])
+    plain, held = stream_replay.replay(rows, 0), stream_replay.replay(rows, 80)
+    assert plain.declines == held.declines > 200 and plain.answers == held.answers
+    assert held.declines_shown < plain.declines_shown  # the hold prevents some retractions
+    assert held.percentile(0.5) > plain.percentile(0.5)  # ... at a cost in first-token delay
+    assert stream_replay.main([str(FIXTURES / "ragtruth_labelled.jsonl"), "--hold", "0"]) == 0
+    assert "| 0 |" in capsys.readouterr().out

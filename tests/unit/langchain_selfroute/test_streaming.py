@@ -153,3 +153,43 @@ def test_chunk_addition_rules() -> None:
     assert merged.reason is None and merged.retracted
     with pytest.raises(TypeError):
         _ = a + "text"  # type: ignore[operator]
+
+
+LATE_REFUSAL = "Mara Holt's birth year is not mentioned in the passages."
+
+
+def test_a_stream_hold_keeps_a_late_refusal_from_showing() -> None:
+    route, _ = make(LATE_REFUSAL, "She was born in 1901.", stream_hold_chars=80)
+    assert route.config.stream_hold_chars == 80
+    chunks = list(route.stream("When was Mara Holt born?"))
+    assert text_of(chunks, Stage.RAG) == "" and not any(c.retracted for c in chunks)
+    assert text_of(chunks) == "She was born in 1901."
+    assert chunks[-1].output is not None and chunks[-1].output.reason is Reason.REFUSED
+
+
+async def test_a_stream_hold_keeps_a_late_refusal_from_astreaming() -> None:
+    route, _ = make(LATE_REFUSAL, "She was born in 1901.", stream_hold_chars=80)
+    chunks = [c async for c in route.astream("When was Mara Holt born?")]
+    assert text_of(chunks, Stage.RAG) == "" and not any(c.retracted for c in chunks)
+    events = [e async for e in route.astream_events("When was Mara Holt born?", version="v2")]
+    streamed = [
+        e["data"]["chunk"]
+        for e in events
+        if e["event"] == "on_chain_stream" and e["name"] == "SelfRoute"
+    ]
+    assert not any(c.retracted for c in streamed)
+    assert "".join(c.text for c in streamed) == "She was born in 1901."
+
+
+async def test_a_stream_hold_still_streams_an_answer() -> None:
+    answer = "Mara Holt kept the lamp for thirty-one years. She climbed the steps every night."
+    route, model = make(answer, stream_hold_chars=80)
+    first_at = None
+    chunks = []
+    async for chunk in route.astream("How long did Mara Holt keep the lamp?"):
+        if chunk.text and first_at is None:
+            first_at = model.emitted
+        chunks.append(chunk)
+    assert text_of(chunks) == answer
+    # released once the first sentence ended (pieces of 3 characters), before the model finished
+    assert first_at is not None and answer.index(". ") < 3 * first_at < len(answer) - 3

@@ -400,3 +400,22 @@ def test_with_retriever_keeps_settings() -> None:
     engine2.query(QUESTION)
     assert other.calls == ["retrieve"]
     assert "1947" in rag.prompts[0]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_stream_hold_keeps_a_late_decline_from_showing(use_async: bool) -> None:
+    late = "Her birth year is not mentioned in the passages."
+    engine, *_ = _engine(rag_output=late, streaming=True, stream_hold_chars=80)
+    if use_async:
+        response = await engine.aquery(QUESTION)
+        text = "".join([t async for t in response.async_response_gen()])
+    else:
+        response = engine.query(QUESTION)
+        text = "".join(response.response_gen)
+    assert text == "In 1901."
+    assert "selfroute_retracted" not in response.metadata
+    assert get_route_result(response).reason is sr.Reason.REFUSED
+    plain, *_ = _engine(rag_output=late, streaming=True)  # without the hold: shown, retracted
+    response = plain.query(QUESTION)
+    assert "".join(response.response_gen).endswith("In 1901.")
+    assert response.metadata["selfroute_retracted"] is True

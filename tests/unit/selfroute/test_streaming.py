@@ -154,7 +154,7 @@ def test_streamed_and_parsed_verdicts_agree_on_structural_declines() -> None:
         assert shown == "" and sr.parse_verdict(text).declined, text
 
 
-def _opening_declines_shown(path: str) -> tuple[int, list[str]]:
+def _opening_declines_shown(path: str, hold_chars: int = 0) -> tuple[int, list[str]]:
     """(opening declines parse_verdict catches, those the sniffer showed) in a labelled file."""
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / path
     total, shown = 0, []
@@ -166,7 +166,7 @@ def _opening_declines_shown(path: str) -> tuple[int, list[str]]:
         if next((k for k in kinds if k != "P"), "P") not in "RQFP":
             continue  # content first: only the end of the answer can tell (retracted)
         total += 1
-        sniffer = sr.SentinelSniffer()
+        sniffer = sr.SentinelSniffer(hold_chars=hold_chars)
         for i in range(0, len(text), 4):
             sniffer.feed(text[i : i + 4])
         if sniffer.released:
@@ -189,3 +189,10 @@ def test_opening_declines_shown_on_the_tuning_sources_are_the_known_passive_shap
             or re.search(r"\b(?:Yes|According)\b", text)
             or not re.search(r"\w", text)
         ), text
+
+
+def test_with_a_stream_hold_the_passive_shape_is_not_shown_either() -> None:
+    """``hold_chars=80``: the detector reads the first sentence before anything is shown."""
+    total, shown = _opening_declines_shown("labelled.jsonl", hold_chars=80)
+    assert total >= 200 and len(shown) <= 1
+    assert _opening_declines_shown("ragtruth_labelled.jsonl", hold_chars=80)[1] == []

@@ -1,0 +1,92 @@
+"""Verdict parsing on the fresh blind held-out set: 400 RAGTruth answers never read while writing rules.
+
+Another engineer drew 100 rows per model (``random.Random(20261201)``, none of the 531 rows of
+``ragtruth_labelled.jsonl``) and labelled them by reading, without seeing the project's code, tests
+or docs. The detector was frozen before the file was scored; its errors were not read. Scores at
+that point (docs/verdict.md): default 0.897 / 0.897, with the question 0.882 / 0.882, RAGTruth
+sentinel 0.886 / 0.912, strict with that sentinel 0.875 / 0.721.
+
+The floors sit just under those scores so that a rule change which loses accuracy on unseen
+outputs fails. The test prints only the confusion counts, never the misclassified rows: reading
+them would turn this set into tuning data (say so in docs/verdict.md if that ever happens).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import selfroute as sr
+from benchmarks.verdict_eval import Confusion
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / "ragtruth_holdout2.jsonl"
+OLD_FIXTURE = FIXTURE.with_name("ragtruth_labelled.jsonl")
+RAGTRUTH_SENTINEL = "Unable to answer based on given passages"
+FIELDS = {
+    "source", "model", "task", "id", "stratum", "question", "prediction", "declined", "partial",
+    "note", "split",
+}  # fmt: skip
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+ROWS = _load(FIXTURE)
+
+
+def _confusion(
+    *, sentinel: str = sr.DEFAULT_SENTINEL, strict: bool = False, with_question: bool = False
+) -> Confusion:
+    c = Confusion()
+    for row in ROWS:
+        q = str(row["question"]) if with_question else None
+        verdict = sr.parse_verdict(
+            str(row["prediction"]), sentinel=sentinel, strict=strict, question=q
+        )
+        c.add(verdict.declined, row)
+    return c
+
+
+def test_fixture_is_well_formed_and_disjoint_from_the_first_set() -> None:
+    assert FIXTURE.stat().st_size < 1_000_000
+    assert len(ROWS) == 400
+    for row in ROWS:
+        assert set(row) == FIELDS
+        assert row["source"] == "ragtruth" and row["split"] == "holdout2"
+        assert row["stratum"] == "random2"
+        assert isinstance(row["declined"], bool) and isinstance(row["partial"], bool)
+        assert row["declined"] or not row["partial"]
+        assert row["note"] and row["question"] and row["prediction"]
+    assert Counter(str(r["model"]) for r in ROWS) == {
+        "llama-2-7b-chat": 100, "llama-2-13b-chat": 100, "llama-2-70b-chat": 100,
+        "mistral-7B-instruct": 100,
+    }  # fmt: skip
+    assert sum(bool(r["declined"]) for r in ROWS) == 68
+    assert len({r["id"] for r in ROWS}) == 400
+    assert not {r["id"] for r in ROWS} & {r["id"] for r in _load(OLD_FIXTURE)}
+
+
+@pytest.mark.parametrize(
+    ("settings", "min_precision", "min_recall"),
+    [
+        ({}, 0.89, 0.89),
+        ({"with_question": True}, 0.88, 0.88),
+        ({"sentinel": RAGTRUTH_SENTINEL}, 0.88, 0.91),
+        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.87, 0.89),
+        ({"sentinel": RAGTRUTH_SENTINEL, "strict": True}, 0.87, 0.72),
+    ],
+    ids=["default", "question", "sentinel", "sentinel+question", "strict+sentinel"],
+)
+def test_precision_and_recall_on_the_fresh_held_out_set(
+    settings: dict[str, Any], min_precision: float, min_recall: float
+) -> None:
+    c = _confusion(**settings)
+    print(f"\nfresh held-out {settings}: tp={c.tp} fp={c.fp} fn={c.fn}")
+    assert (c.precision or 0.0) >= min_precision
+    assert (c.recall or 0.0) >= min_recall
