@@ -2,8 +2,9 @@
 
 After an ``index`` run, :meth:`LexicalIndex.update` starts from the saved index and changes only
 what changed: rows of removed documents are dropped, the run's new chunks (and any committed
-document the saved index lacks, e.g. after a killed run) are tokenized and added. Only an index
-with no usable predecessor is rebuilt from a scan of every chunk.
+document the saved index lacks, e.g. after a killed run) are tokenized and added. An index with
+no usable predecessor is built from the run's own chunks when they are all the store holds (a
+first run), else rebuilt from a scan of every chunk.
 
 Readers (:meth:`LexicalIndex.current` without ``committed``) trust the one saved index, which
 the indexer writes after every change, instead of listing every committed document per question;
@@ -121,6 +122,9 @@ class LexicalIndex:
         """
         previous = self._latest()
         if previous is None or not previous.can_update:
+            built = self._from_run(committed, added or {}, progress)
+            if built is not None:
+                return built, []
             if progress is not None:
                 progress(-1)  # a full rebuild: every chunk is read and tokenized
             return self.rebuild(committed)
@@ -142,6 +146,29 @@ class LexicalIndex:
             index.save(self._conn.bm25_dir)
         self._index = index
         return index, []
+
+    def _from_run(
+        self,
+        committed: Sequence[str],
+        added: Mapping[str, str],
+        progress: Callable[[int], None] | None,
+    ) -> BM25Index | None:
+        """The index built from the run's own chunks, when they are every chunk of the store
+        (a first run): no scan reads back what was just written. ``None`` otherwise."""
+        keep = set(committed)
+        new = {cid: text for cid, text in added.items() if _doc_of(cid) in keep}
+        if not keep or {_doc_of(cid) for cid in new} != keep:
+            return None
+        chunks, _ = self._conn.open()
+        if int(chunks.count()) != len(new):  # other chunks (orphans): the scan finds them
+            return None
+        if progress is not None:
+            progress(len(new))
+        index = BM25Index.build(list(new), list(new.values()), self.fingerprint(committed))
+        with contextlib.suppress(OSError):
+            index.save(self._conn.bm25_dir)
+        self._index = index
+        return index
 
     def is_saved(self, committed: Iterable[str]) -> bool:
         """Whether an index of exactly ``committed`` is saved."""
