@@ -14,6 +14,10 @@ up to ``_MAX_BATCH_DOCS`` (bounded by chunks and bytes), so the first documents 
 and a broken embedding fails -- at once. The ids of a batch are written to the
 :class:`~selfroute.stores._journal.Journal` before its chunks, so a rerun deletes what a killed run
 left (chunks of documents that are still not committed) without scanning the collection.
+
+A planned batch is written by a :class:`~selfroute.stores._writes.BatchWriter` thread while the
+next batch is read, chunked and embedded; the writer keeps the serial order of the writes (one
+batch in flight), so the protocol above holds as written.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._chunking import Chunk, chunk_text
+from selfroute.stores._bm25 import TokenRows
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
 from selfroute.stores._embedding import embed_documents
@@ -192,6 +197,8 @@ class _Run:
                 self.by_path.setdefault(path, set()).add(doc_id)
         self.seen: set[str] = set()
         self.written: dict[str, str] = {}  # chunk id -> text, for the BM25 update
+        # a first run tokenizes its chunks for BM25 while the writer writes them
+        self.tokens: TokenRows | None = None if records else TokenRows()
         self.batch = _Batch()
         self.batch_docs = 1
 
@@ -300,7 +307,7 @@ class Indexer:
                 if progress is not None:
                     progress("bm25", {"chunks": count})
 
-            _, orphans = self._lexical.update(committed, run.written, tokenizing)
+            _, orphans = self._lexical.update(committed, run.written, tokenizing, run.tokens)
             report.bm25_rebuilt = True
             self._delete_chunk_ids(orphans)
             report.orphan_chunks_removed += len(orphans)
@@ -396,6 +403,8 @@ class Indexer:
         for doc_id, key in batch.detach:
             _detach(run.records, doc_id, key, write)
         _chunks_progress(progress, writer.submit(write))
+        if run.tokens is not None:  # overlaps the write just started
+            run.tokens.add(write.chunk_ids, write.chunk_texts)
 
     def _plan_chunks(self, batch: _Batch, write: PlannedWrite) -> None:
         """The chunks of a batch's new documents, embedded (many documents per call)."""

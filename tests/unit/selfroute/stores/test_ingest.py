@@ -252,3 +252,48 @@ def test_a_first_run_over_stray_chunks_scans_and_removes_them(
     assert report.orphan_chunks_removed == 1 and len(report.added) == 5
     assert make_store().stats().orphan_chunks == 0
     assert make_store().bm25_state() == ("current", 5)
+
+
+def test_an_update_indexes_words_the_saved_vocabulary_lacks(
+    tmp_path: Path, make_store: MakeStore
+) -> None:
+    notes = tmp_path / "notes"
+    _notes(notes, 20)
+    make_store().index([notes])
+    (notes / "new.txt").write_text("the zeppelin quasar code XK-481 lighthouse\n", "utf-8")
+    store = make_store()
+    report = store.index([notes])
+    assert len(report.added) == 1 and report.bm25_rebuilt
+    new_id = read_document(notes / "new.txt").doc_id
+    updated = store.bm25()
+    rebuilt, _ = make_store().rebuild_bm25()
+    for query in ("zeppelin", "quasar xk-481", "lighthouse keeper"):
+        got, want = updated.search(query, 5), rebuilt.search(query, 5)
+        assert got and [c for c, _ in got] == [c for c, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-5)
+    assert updated.search("zeppelin", 5)[0][0] == f"{new_id}:0"
+
+
+def test_rows_tokenized_in_batches_index_like_one_build() -> None:
+    from selfroute.stores._bm25 import BM25Index, TokenRows
+
+    rng = random.Random(3)
+    texts = [
+        " ".join(rng.choice([*WORDS, "the", "a"]) for _ in range(rng.randint(0, 30)))
+        for _ in range(90)
+    ]
+    texts[10] = "zeppelin only here"  # a word first seen in a later batch
+    texts[50] = "the a"  # stop words only: an empty row
+    ids = [f"d{i}:0" for i in range(90)]
+    rows = TokenRows()
+    for start in (0, 7, 40):
+        end = {0: 7, 7: 40, 40: 90}[start]
+        rows.add(ids[start:end], texts[start:end])
+    keep = [i for i in range(90) if i % 9]
+    got = rows.index(lambda cid: int(cid[1:].split(":")[0]) % 9 != 0, "fp")
+    want = BM25Index.build([ids[i] for i in keep], [texts[i] for i in keep], "fp")
+    assert got.ids == want.ids and len(got) == len(keep)
+    for query in ("zeppelin", "lighthouse keeper", "vault ledger storm"):
+        a, b = got.search(query, 10), want.search(query, 10)
+        assert a and [c for c, _ in a] == [c for c, _ in b]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-5)
