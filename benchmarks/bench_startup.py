@@ -3,18 +3,20 @@
 Every number is a fresh process, timed from ``subprocess.run`` to its exit, against a bare
 ``python -c pass`` measured in the same run (the baseline). ``ask`` runs over one vendored document
 (``--doc``, BM25 over its chunks) and over an offline-embedded store, with the built-in offline
-reader (``--model offline``: no client library) and with ``ChatOpenAI`` against a loopback
-OpenAI-compatible server (whose replies come from the same extractive reader, so the model part
-takes milliseconds). The CLI's overhead on ``ask`` is the wall time minus the bare interpreter
-minus the time spent in model calls (the steps' ``latency_s`` in ``--json``). The import
-breakdown is ``python -X importtime`` of the same command: cumulative time of the top-level
-packages.
+reader (``--model offline``) and with the CLI's own OpenAI-compatible client (standard-library
+HTTP, no LangChain or ``openai`` SDK) against a loopback server (whose replies come from the same
+extractive reader, so the model part takes milliseconds). The CLI's overhead on ``ask`` is the wall time minus the bare interpreter
+minus the time spent in model calls (the steps' ``latency_s`` in ``--json``). Each row also gives
+the process's CPU time (user + system, from the child's resource usage), which a busy shared
+machine inflates far less than wall time. The import breakdown is ``python -X importtime`` of the
+same command: cumulative time of the top-level packages.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from benchmarks._common import REPO_ROOT, BenchContext, BenchResult, Row, markdown_table
 
-__all__ = ["import_breakdown", "run", "timed"]
+__all__ = ["import_breakdown", "run", "timed", "timed_cpu"]
 
 KEY, TITLE = "10", "Command line: start-up and the CLI's own overhead on ask"
 HELP_TARGET_S = 0.5
@@ -43,14 +45,25 @@ def _env(cwd: Path) -> dict[str, str]:
 
 def timed(argv: Sequence[str], cwd: Path) -> tuple[float, str]:
     """Wall seconds of one fresh process running ``argv``, and its stdout."""
+    wall, _, stdout = timed_cpu(argv, cwd)
+    return wall, stdout
+
+
+def timed_cpu(argv: Sequence[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (user + system) and stdout of one fresh process running
+    ``argv`` (the CPU time is the children's resource usage before and after: run one at a
+    time)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(
         list(argv), cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=300
     )
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr[-400:]}")
-    return wall, done.stdout
+    return wall, cpu, done.stdout
 
 
 def import_breakdown(argv: Sequence[str], cwd: Path, top: int = 6) -> list[tuple[str, float]]:
@@ -104,27 +117,33 @@ def run(ctx: BenchContext) -> BenchResult:
         local = ["--base-url", server.base_url, "--model", "qwen2.5-7b-instruct"]
         asks = {
             "ask --doc, offline reader": ["ask", QUESTION, "--doc", str(DOCUMENT), "--model", "offline"],
-            "ask --doc, ChatOpenAI (loopback)": ["ask", QUESTION, "--doc", str(DOCUMENT), *local],
+            "ask --doc, OpenAI-compatible server (loopback)": ["ask", QUESTION, "--doc", str(DOCUMENT), *local],
             "ask over the store, offline reader": ["ask", QUESTION, "--model", "offline"],
-            "ask over the store, ChatOpenAI (loopback)": ["ask", QUESTION, *local],
+            "ask over the store, OpenAI-compatible server (loopback)": ["ask", QUESTION, *local],
         }  # fmt: skip
-        base, helps = [], []
+        base, helps, base_cpu, help_cpu = [], [], [], []
         walls: dict[str, list[float]] = {name: [] for name in asks}
+        cpus: dict[str, list[float]] = {name: [] for name in asks}
         models: dict[str, list[float]] = {name: [] for name in asks}
         for _ in range(repeats):  # interleaved, so load changes hit every series alike
-            base.append(timed([sys.executable, "-c", "pass"], cwd)[0])
-            helps.append(timed([*cli, "--help"], cwd)[0])
+            wall, cpu, _ = timed_cpu([sys.executable, "-c", "pass"], cwd)
+            base.append(wall)
+            base_cpu.append(cpu)
+            wall, cpu, _ = timed_cpu([*cli, "--help"], cwd)
+            helps.append(wall)
+            help_cpu.append(cpu)
             for name, argv in asks.items():
-                wall, out = timed([*cli, *argv, "--json"], cwd)
+                wall, cpu, out = timed_cpu([*cli, *argv, "--json"], cwd)
                 walls[name].append(wall)
+                cpus[name].append(cpu)
                 models[name].append(_model_seconds(out))
-        python = _median(base)
+        python, python_cpu = _median(base), _median(base_cpu)
         help_s = _median(helps) - python
         result.rows.append(
             Row(
                 "`selfroute --help` (wall − bare python)",
                 f"{python:.3f} s (python -c pass)",
-                f"{help_s:.3f} s",
+                f"{help_s:.3f} s (CPU {_median(help_cpu) - python_cpu:.3f} s)",
                 f"{_median(helps) / python:.2f}× python",
                 f"< {HELP_TARGET_S:g} s",
                 help_s < HELP_TARGET_S,
@@ -137,7 +156,8 @@ def run(ctx: BenchContext) -> BenchResult:
                 Row(
                     f"{name}: CLI overhead (wall − python − model calls)",
                     f"{python:.3f} s (python -c pass)",
-                    f"{overhead:.3f} s (model {_median(models[name]):.3f} s)",
+                    f"{overhead:.3f} s (model {_median(models[name]):.3f} s; "
+                    f"CPU {_median(cpus[name]) - python_cpu:.3f} s)",
                     f"{_median(walls[name]) / python:.1f}× python",
                     f"< {ASK_OVERHEAD_TARGET_S:g} s",
                     overhead < ASK_OVERHEAD_TARGET_S,

@@ -5,6 +5,7 @@ Usage::
     python -m benchmarks            # full run (about 10 minutes on 2 cores)
     python -m benchmarks --quick    # tiny run (under a minute)
     python -m benchmarks --only 5,6 --no-write
+    python -m benchmarks --only 10 --merge   # replace only section 10 of the page, keep the rest
 
 The real data defaults to ``../shared/data`` next to the repository; ``SELFROUTE_DATA`` or
 ``--data`` override it. Benchmarks whose data is missing print ``skipped: data not found at PATH``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import time
 import traceback
@@ -32,7 +34,7 @@ from benchmarks._common import (
     machine_description,
 )
 
-__all__ = ["BENCHMARKS", "END", "START", "main", "render", "write_docs"]
+__all__ = ["BENCHMARKS", "END", "START", "main", "merge_sections", "render", "write_docs"]
 
 #: Benchmark number -> module, in the order they run.
 BENCHMARKS: dict[str, str] = {
@@ -95,6 +97,37 @@ def write_docs(block: str, path: Path = DOCS) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _sections(body: str) -> tuple[str, dict[str, str]]:
+    """The text before the first ``### N.`` heading, and each section by its key, in order."""
+    parts = re.split(r"(?m)^(?=### [0-9]+\. )", body)
+    head, sections = parts[0], {}
+    for part in parts[1:]:
+        key = part[4:].split(".", 1)[0]
+        sections[key] = part
+    return head, sections
+
+
+def merge_sections(results: Sequence[BenchResult], path: Path = DOCS) -> None:
+    """Replace only the sections of ``results`` in the page's results block (append the new
+    ones at its end), keeping the others and the block's header; each written section says
+    when and on what load it ran, since the header describes the last full run."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if START not in text or END not in text:
+        write_docs(render(results, quick=False, seconds=sum(r.seconds for r in results)), path)
+        return
+    page_head, rest = text.split(START, 1)
+    body, tail = rest.split(END, 1)
+    head, sections = _sections(body)
+    for result in results:
+        heading, _, section = result.markdown().partition("\n")
+        when = machine_description().splitlines()
+        note = f"_Run alone (`python -m benchmarks --only {result.key} --merge`): " + "; ".join(
+            line.removeprefix("- ") for line in when[:2]
+        )
+        sections[result.key] = f"{heading}\n\n{note}._\n{section.rstrip()}\n\n"
+    path.write_text(page_head + START + head + "".join(sections.values()) + END + tail, "utf-8")
+
+
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
@@ -106,6 +139,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=None, help="real data root (SELFROUTE_DATA)")
     parser.add_argument("--no-write", action="store_true", help="do not update the docs page")
     parser.add_argument("--docs", type=Path, default=DOCS, help="page to write the results into")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace only the sections of the benchmarks run (with --only), keep the others",
+    )
     return parser.parse_args(argv)
 
 
@@ -129,7 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(result)
     block = render(results, quick=args.quick, seconds=time.perf_counter() - t0)
     if not args.no_write:
-        write_docs(block, args.docs)
+        if args.merge:
+            merge_sections(results, args.docs)
+        else:
+            write_docs(block, args.docs)
         print(f"results written to {args.docs}")
     return 1 if any(r.skipped and r.skipped.startswith("failed") for r in results) else 0
 

@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, ensure_config
 
 from langchain_selfroute._handlers import model_name, unwrap
+from langchain_selfroute._input import parse_input
 from selfroute import (
     BatchItem,
     BatchJob,
@@ -122,15 +123,13 @@ class BatchJobMixin:
             The job handle; its results are :class:`selfroute.BatchOutcome` (a
             :class:`selfroute.RouteResult` or an error per question).
         """
-        from langchain_selfroute._runnable import _parse_input
-
         route: Any = self
         run_config = ensure_config(config)
         chosen = backend if backend is not None else batch_backend_for(route.llm, route._lc_llm)
 
         def handler(item: BatchItem) -> Any:
             value = item.payload if item.payload is not None else item.question
-            _, per_call, _ = _parse_input(value, route.question_key)
+            _, per_call, _ = parse_input(value, route.question_key)
             return route._handler(per_call, run_config, None)
 
         return BatchJob(inputs, handler=handler, backend=chosen, config=route.config, **options)

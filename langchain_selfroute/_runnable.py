@@ -1,29 +1,26 @@
-"""``SelfRoute``: Self-Route as a LangChain ``Runnable``."""
+"""``SelfRoute``: Self-Route as a LangChain ``Runnable``.
+
+The class holds the settings and turns one input into the core's flow and a
+:class:`~langchain_selfroute.LangChainHandler` (:meth:`SelfRoute._start`); the ``Runnable``
+surface (invoke, batch, stream) is :class:`~langchain_selfroute._base.RouteRunnable`, the input
+forms :mod:`langchain_selfroute._input`, the constructors over a vector store
+:class:`~langchain_selfroute._constructors.StoreConstructors`, ``batch_job``
+:class:`~langchain_selfroute._batch.BatchJobMixin`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, HumanMessage
-from langchain_core.prompt_values import PromptValue
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from langchain_core.tools import BaseTool
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
-from typing_extensions import NotRequired, TypedDict
 
+from langchain_selfroute._base import RouteRunnable
 from langchain_selfroute._batch import BatchJobMixin
 from langchain_selfroute._constructors import StoreConstructors
 from langchain_selfroute._handlers import (
@@ -35,38 +32,35 @@ from langchain_selfroute._handlers import (
     model_window,
     retriever_k,
 )
-from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
+from langchain_selfroute._input import (
+    DOCUMENT_KEY,
+    QUESTION_KEYS,
+    SelfRouteInput,
+    SelfRouteInputDict,
+    parse_input,
+)
 from selfroute import (
     DEFAULT_CHUNK_WORDS,
     ConfigurationError,
-    FlowEvent,
     InvalidInputError,
     LexicalIndex,
     LongContextBudget,
     PreRoute,
     PriceTable,
     Prompts,
-    ResultEvent,
-    Route,
     RouteConfig,
-    RouteEvent,
+    RouteResult,
     Stage,
-    TokenEvent,
+    Step,
     VerdictMode,
-    adrive,
-    arun_flow,
-    drive,
-    run_flow,
     self_route_flow,
 )
 from selfroute._redact import register_model_secrets
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
     "DOCUMENT_KEY",
     "QUESTION_KEYS",
+    "ROUTE_CONFIG_SETTINGS",
     "LongContextSource",
     "SelfRoute",
     "SelfRouteInput",
@@ -76,127 +70,31 @@ __all__ = [
 LongContextSource = Literal["auto", "fixed", "input", "parents"]
 VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 
-#: Input keys read as the question when ``question_key`` is not set, in this order
-#: (``create_retrieval_chain`` uses ``input``, LangGraph's ``MessagesState`` ``messages``).
-QUESTION_KEYS = ("question", "input", "query", "messages")
-#: Input key of a per-call long context.
-DOCUMENT_KEY = "document"
+#: The settings handed to :class:`selfroute.RouteConfig` as they are (same names); ``k``,
+#: ``prompts``/``sentinel``, ``long_context_window`` and ``long_context_model`` are resolved first.
+ROUTE_CONFIG_SETTINGS = (
+    "strict",
+    "answer_tokens",
+    "overflow",
+    "chunk_words",
+    "on_rag_error",
+    "on_retrieval_error",
+    "counterfactual",
+    "prices",
+    "budget",
+    "token_counter",
+    "max_question_tokens",
+    "retrieval_timeout_s",
+    "deadline_s",
+    "verdict",
+    "k_ladder",
+    "pre_route",
+    "grounded",
+    "speculate_below",
+)
 
 
-class SelfRouteInputDict(TypedDict):
-    """Dict input: the question and, optionally, this call's long context (other keys pass
-    through to the output; ``input``/``query``/``messages`` may hold the question instead)."""
-
-    question: str
-    document: NotRequired[str | Document | list[Document] | list[str]]
-
-
-#: What ``SelfRoute`` takes: a question string, a dict (see :class:`SelfRouteInputDict`; any
-#: other keys pass through), a list of messages or a ``PromptValue`` (the last human message).
-SelfRouteInput = str | SelfRouteInputDict | Mapping[str, Any] | PromptValue | Sequence[BaseMessage]
-
-
-def _question_text(value: Any, where: str) -> str:
-    """The question in ``value``: a string, a message, messages or a ``PromptValue`` (the last
-    human message)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, PromptValue):
-        value = value.to_messages()
-    if isinstance(value, BaseMessage):
-        value = [value]
-    if isinstance(value, Sequence) and value and all(isinstance(m, BaseMessage) for m in value):
-        humans = [m for m in value if isinstance(m, HumanMessage) or m.type == "human"]
-        if not humans:
-            raise InvalidInputError(f"{where} has no human message to take the question from")
-        return str(humans[-1].text)
-    raise InvalidInputError(
-        f"{where} must be a question string, messages or a PromptValue, got {type(value).__name__}"
-    )
-
-
-def _parse_input(value: Any, question_key: str | None = None) -> tuple[str, Any, dict[str, Any]]:
-    """``(question, per-call document or None, passed-through keys)`` from an input."""
-    if isinstance(value, Mapping):
-        keys = (question_key,) if question_key else QUESTION_KEYS
-        key = next((k for k in keys if k in value), None)
-        if key is None:
-            others = "" if question_key else " (nor 'input', 'query' or 'messages')"
-            raise InvalidInputError(
-                f"the input dict has no {keys[0]!r} key{others} to read the question from; "
-                f"got keys {sorted(map(str, value))}"
-            )
-        # Like create_retrieval_chain, the output keeps the input's keys (the question key too;
-        # ``question`` is the output's own): all but a per-call document, which can be large.
-        rest = {k: v for k, v in value.items() if k not in ("question", DOCUMENT_KEY)}
-        return _question_text(value[key], f"input {key!r}"), value.get(DOCUMENT_KEY), rest
-    if isinstance(value, (str, PromptValue, BaseMessage)) or (
-        isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))
-    ):
-        return _question_text(value, "SelfRoute input"), None, {}
-    raise InvalidInputError(
-        "SelfRoute input must be a question string, a dict with 'question' (or 'input', 'query', "
-        f"'messages') and optionally 'document', messages or a PromptValue; got "
-        f"{type(value).__name__}"
-    )
-
-
-def _join_inputs(chunks: Iterable[Any]) -> Any:
-    """Combine the chunks of a streamed input (strings concatenate; otherwise the last wins)."""
-    final: Any = None
-    seen = False
-    for chunk in chunks:
-        if not seen:
-            final, seen = chunk, True
-            continue
-        try:
-            final = final + chunk
-        except TypeError:
-            final = chunk
-    if not seen:
-        raise InvalidInputError("SelfRoute received an empty input stream")
-    return final
-
-
-class _Chunker:
-    """Flow events -> :class:`SelfRouteChunk` mappings whose sum equals the invoke output."""
-
-    def __init__(self, passthrough: dict[str, Any]) -> None:
-        self.passthrough = passthrough
-        self.route: Route | None = None
-        self.shown = ""
-
-    def chunks(self, event: FlowEvent) -> list[SelfRouteChunk]:
-        """The chunks for one flow event (a result may need a correction first)."""
-        if isinstance(event, RouteEvent):
-            self.route = event.route
-            if event.retracted:
-                self.shown = ""
-            return [
-                SelfRouteChunk(route=event.route, reason=event.reason, retracted=event.retracted)
-            ]
-        if isinstance(event, TokenEvent):
-            self.shown += event.text
-            return [SelfRouteChunk(route=self.route, text=event.text, stage=event.stage)]
-        assert isinstance(event, ResultEvent)
-        result = event.result
-        output = SelfRouteOutput.from_result(result, self.passthrough)
-        answer = result.answer or ""
-        out: list[SelfRouteChunk] = []
-        if answer.startswith(self.shown):
-            rest = answer[len(self.shown) :]
-        else:  # the answer is not what was shown (e.g. quotes cleaned off): send it again
-            out.append(SelfRouteChunk(route=result.route, text=answer, retracted=True))
-            rest = ""
-        # The final chunk closes the mapping: every other key, and the rest of the answer.
-        fields = {**output, "answer": rest}
-        out.append(SelfRouteChunk(fields, route=result.route, reason=result.reason, output=output))
-        return out
-
-
-class SelfRoute(
-    BatchJobMixin, StoreConstructors, RunnableSerializable[SelfRouteInput, SelfRouteOutput]
-):
+class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
     """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
 
     Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel
@@ -357,26 +255,9 @@ class SelfRoute(
         return RouteConfig(
             k=self.k if k is None else k,
             prompts=prompts,
-            strict=self.strict,
             long_context_window=window,
-            answer_tokens=self.answer_tokens,
-            overflow=self.overflow,
-            chunk_words=self.chunk_words,
-            on_rag_error=self.on_rag_error,
-            on_retrieval_error=self.on_retrieval_error,
-            counterfactual=self.counterfactual,
-            prices=self.prices,
             long_context_model=self.long_context_model or model_name(self._lc_llm),
-            budget=self.budget,
-            token_counter=self.token_counter,
-            max_question_tokens=self.max_question_tokens,
-            retrieval_timeout_s=self.retrieval_timeout_s,
-            deadline_s=self.deadline_s,
-            verdict=self.verdict,
-            k_ladder=self.k_ladder,
-            pre_route=self.pre_route,
-            grounded=self.grounded,
-            speculate_below=self.speculate_below,
+            **{name: getattr(self, name) for name in ROUTE_CONFIG_SETTINGS},
         )
 
     def _check_sources(self) -> None:
@@ -401,21 +282,6 @@ class SelfRoute(
     @property
     def _lc_llm(self) -> Runnable[Any, Any]:
         return self.long_context_llm if self.long_context_llm is not None else self.llm
-
-    @classmethod
-    def is_lc_serializable(cls) -> bool:
-        """Not serializable with ``dumpd`` (retrievers and stores are live objects)."""
-        return False
-
-    @property
-    def InputType(self) -> Any:
-        """A question string, a :class:`SelfRouteInputDict` (extra keys allowed) or messages."""
-        return str | SelfRouteInputDict | dict[str, Any] | list[BaseMessage]
-
-    @property
-    def OutputType(self) -> type[SelfRouteOutput]:
-        """:class:`SelfRouteOutput`."""
-        return SelfRouteOutput
 
     # per-call plumbing ------------------------------------------------------------------------
     def _plan(self, per_call: Any) -> LongContextPlan:
@@ -503,166 +369,7 @@ class SelfRoute(
         value: Any,
         config: RunnableConfig,
         run_manager: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun,
-    ) -> tuple[Any, LangChainHandler, dict[str, Any]]:
-        question, per_call, passthrough = _parse_input(value, self.question_key)
+    ) -> tuple[Generator[Step, Any, RouteResult], LangChainHandler, dict[str, Any]]:
+        question, per_call, passthrough = parse_input(value, self.question_key)
         handler = self._handler(per_call, config, run_manager)
         return self_route_flow(question, self._call_config(config)), handler, passthrough
-
-    # invoke -----------------------------------------------------------------------------------
-    def _invoke(
-        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
-    ) -> SelfRouteOutput:
-        flow, handler, passthrough = self._start(value, config, run_manager)
-        return SelfRouteOutput.from_result(run_flow(flow, handler), passthrough)
-
-    async def _ainvoke(
-        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
-    ) -> SelfRouteOutput:
-        flow, handler, passthrough = self._start(value, config, run_manager)
-        return SelfRouteOutput.from_result(await arun_flow(flow, handler), passthrough)
-
-    def invoke(
-        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> SelfRouteOutput:
-        """Answer one question (RAG first, long context only when the RAG step declines)."""
-        return self._call_with_config(self._invoke, input, config, run_type="chain", **kwargs)
-
-    async def ainvoke(
-        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> SelfRouteOutput:
-        """Async :meth:`invoke`: awaits the retriever and models, never blocks the event loop."""
-        return await self._acall_with_config(
-            self._ainvoke, input, config, run_type="chain", **kwargs
-        )
-
-    # Typed with Sequence so that a list[str] (or of dicts) is accepted as it is.
-    def batch(
-        self,
-        inputs: Sequence[SelfRouteInput],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[SelfRouteOutput]:
-        """Answer many questions concurrently (``max_concurrency`` in the config caps it)."""
-        return super().batch(list(inputs), config, return_exceptions=return_exceptions, **kwargs)
-
-    async def abatch(
-        self,
-        inputs: Sequence[SelfRouteInput],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[SelfRouteOutput]:
-        """Async :meth:`batch`."""
-        return await super().abatch(
-            list(inputs), config, return_exceptions=return_exceptions, **kwargs
-        )
-
-    # streaming --------------------------------------------------------------------------------
-    def _transform(
-        self,
-        inputs: Iterator[Any],
-        run_manager: CallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> Iterator[SelfRouteChunk]:
-        flow, handler, passthrough = self._start(_join_inputs(inputs), config, run_manager)
-        chunker = _Chunker(passthrough)
-        for event in drive(flow, handler, stream=True):
-            yield from chunker.chunks(event)
-
-    async def _atransform(
-        self,
-        inputs: AsyncIterator[Any],
-        run_manager: AsyncCallbackManagerForChainRun,
-        config: RunnableConfig,
-    ) -> AsyncIterator[SelfRouteChunk]:
-        value = _join_inputs([c async for c in inputs])
-        flow, handler, passthrough = self._start(value, config, run_manager)
-        chunker = _Chunker(passthrough)
-        async for event in adrive(flow, handler, stream=True):
-            for chunk in chunker.chunks(event):
-                yield chunk
-
-    # SelfRouteChunk is a SelfRouteOutput-shaped mapping (the chunks add up to the output) but
-    # not a SelfRouteOutput: the stream methods are typed with it.
-    def transform(  # type: ignore[override]
-        self, input: Iterator[SelfRouteInput], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Iterator[SelfRouteChunk]:
-        """Stream from a streamed input (the input chunks are joined first)."""
-        transformer: Any = self._transform
-        for chunk in self._transform_stream_with_config(
-            input, transformer, config, run_type="chain", **kwargs
-        ):
-            yield cast(SelfRouteChunk, chunk)
-
-    def stream(  # type: ignore[override]
-        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Iterator[SelfRouteChunk]:
-        """Stream the answer as :class:`SelfRouteChunk` mappings: the route first, then
-        ``{"answer": delta}`` chunks, then the other keys. RAG-step text is held back until it
-        can no longer be the start of a decline. The chunks add up to :meth:`invoke`'s output."""
-        yield from self.transform(iter([input]), config, **kwargs)
-
-    async def atransform(  # type: ignore[override]
-        self,
-        input: AsyncIterator[SelfRouteInput],
-        config: RunnableConfig | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[SelfRouteChunk]:
-        """Async :meth:`transform`."""
-        transformer: Any = self._atransform
-        async for chunk in self._atransform_stream_with_config(
-            input, transformer, config, run_type="chain", **kwargs
-        ):
-            yield cast(SelfRouteChunk, chunk)
-
-    async def astream(  # type: ignore[override]
-        self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> AsyncIterator[SelfRouteChunk]:
-        """Async :meth:`stream`."""
-
-        async def one() -> AsyncIterator[SelfRouteInput]:
-            yield input
-
-        async for chunk in self.atransform(one(), config, **kwargs):
-            yield chunk
-
-    # other forms ------------------------------------------------------------------------------
-    def answer_only(self) -> Runnable[SelfRouteInput, str]:
-        """This route with a string output: ``invoke`` returns the answer, ``stream`` yields its
-        text deltas (for ``| StrOutputParser()`` and string chains).
-
-        A string stream cannot withdraw text: in the rare case of a retraction (a refusal whose
-        opening looked like an answer), the joined stream starts with the withdrawn text; use
-        the mapping form (``route.stream``) to see retractions.
-        """
-        return self.pick("answer").with_config(run_name="SelfRouteAnswer")
-
-    def as_tool(
-        self,
-        args_schema: Any = None,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        arg_types: dict[str, type] | None = None,
-    ) -> BaseTool:
-        """This route as an agent tool (:func:`~langchain_selfroute.create_selfroute_tool`): the
-        agent reads the short answer (or "not found in the documents" when it abstained, never
-        the bare decline word), ``ToolMessage.artifact`` keeps the whole result.
-
-        ``args_schema`` and ``arg_types`` are not supported: the tool takes one ``question``.
-        """
-        from langchain_selfroute._tool import DEFAULT_TOOL_DESCRIPTION, create_selfroute_tool
-
-        if args_schema is not None or arg_types is not None:
-            raise ConfigurationError(
-                "SelfRoute.as_tool takes one 'question' argument; args_schema/arg_types are not "
-                "supported (wrap the route in your own runnable to change them)"
-            )
-        return create_selfroute_tool(
-            self,
-            name=name or "answer_from_documents",
-            description=description or DEFAULT_TOOL_DESCRIPTION,
-        )

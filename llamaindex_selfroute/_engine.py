@@ -9,15 +9,14 @@ The engine only wires LlamaIndex objects to the core: :func:`selfroute.self_rout
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import (
     RESPONSE_TYPE,
     AsyncStreamingResponse,
-    Response,
     StreamingResponse,
 )
 from llama_index.core.callbacks.base import CallbackManager
@@ -32,31 +31,32 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Metada
 from llama_index_instrumentation import get_dispatcher
 
 from llamaindex_selfroute._batch import BatchJobMixin
-from llamaindex_selfroute._events import SelfRouteResultEvent, SelfRouteRouteEvent
+from llamaindex_selfroute._constructors import EngineConstructors
 from llamaindex_selfroute._handlers import (
     LlamaIndexHandler,
     configured_model_name,
 )
 from llamaindex_selfroute._parents import (
     AsyncLongContextFn,
-    CallableContext,
-    FixedContext,
     LongContextSource,
-    ParentDocuments,
+    long_context_source,
 )
 from llamaindex_selfroute._prompts import prompts_to_templates, update_prompts
+from llamaindex_selfroute._response import (
+    ABSTENTION_MESSAGES,
+    RESULT_KEY,
+    RESULT_OBJECT_KEY,
+    SelfRouteResponse,
+    astream_text,
+    get_route_result,
+    response_of,
+    stream_text,
+)
 from llamaindex_selfroute._structured import structured_support
 from selfroute import (
-    Abstention,
     ConfigurationError,
-    FlowEvent,
     Prompts,
-    ResultEvent,
     RouteConfig,
-    RouteEvent,
-    RouteResult,
-    SelfRouteError,
-    TokenEvent,
     VerdictMode,
     adrive,
     arun_flow,
@@ -68,9 +68,6 @@ from selfroute import (
 )
 from selfroute._redact import register_model_secrets
 
-if TYPE_CHECKING:
-    from llama_index.core.indices.vector_store.base import VectorStoreIndex
-
 __all__ = [
     "ABSTENTION_MESSAGES",
     "RESULT_KEY",
@@ -80,91 +77,11 @@ __all__ = [
     "get_route_result",
 ]
 
+#: The engine's instrumentation dispatcher (its result and route events are fired by
+#: :mod:`llamaindex_selfroute._response` through it).
 dispatcher = get_dispatcher(__name__)
 
-#: ``response.metadata[RESULT_KEY]`` holds ``RouteResult.to_dict()`` (JSON-serializable; the
-#: :class:`selfroute.RouteResult` itself is :func:`get_route_result`). The other metadata entries
-#: are LlamaIndex's usual ones: each source node's metadata under its node id.
-RESULT_KEY = "selfroute"
-#: Formerly the metadata key of the live ``RouteResult``; no longer set, so that
-#: ``json.dumps(response.metadata)`` works: use :func:`get_route_result`.
-RESULT_OBJECT_KEY = "selfroute_result"
-
-#: What an agent is told instead of the answer when the engine abstained (``str(response)``).
-ABSTENTION_MESSAGES = {
-    Abstention.DECLINED: (
-        "NOT FOUND: the documents do not contain the answer to this question. Do not guess; "
-        "say that the documents do not answer it, or try a different question."
-    ),
-    Abstention.UNGROUNDED: (
-        "NOT FOUND: no answer supported by the documents' text was found for this question "
-        "(a candidate answer could not be verified against the documents). Do not guess."
-    ),
-    Abstention.OVER_BUDGET: (
-        "NOT FOUND: the retrieved passages do not contain the answer, and the full documents "
-        "were not read (long-context budget exhausted). Do not guess."
-    ),
-}
-
-
-def abstention_message(result: RouteResult) -> str | None:
-    """The "NOT FOUND" note for an abstained result (``None`` when it answers)."""
-    if result.abstention is None:
-        return None
-    return ABSTENTION_MESSAGES.get(result.abstention, ABSTENTION_MESSAGES[Abstention.DECLINED])
-
-
-class _ResultDict(dict[str, Any]):
-    """``RouteResult.to_dict()`` (``json.dumps`` sees a plain dict) carrying the live result."""
-
-    def __init__(self, result: RouteResult) -> None:
-        super().__init__(result.to_dict())
-        self.result = result
-
-
-@dataclasses.dataclass
-class SelfRouteResponse(Response):
-    """A LlamaIndex ``Response`` whose ``str()`` never is a bare decline word.
-
-    ``response.response`` is the answer (the sentinel when the engine abstained); ``str(response)``
-    -- what ``QueryEngineTool``, ``RouterQueryEngine`` and ``SubQuestionQueryEngine`` read -- is
-    the answer, or a plain "NOT FOUND: ..." note (:data:`ABSTENTION_MESSAGES`) when it abstained.
-    """
-
-    def __str__(self) -> str:
-        info = self.metadata.get(RESULT_KEY) if self.metadata else None
-        result = getattr(info, "result", None)
-        if isinstance(result, RouteResult):
-            note = abstention_message(result)
-            if note is not None:
-                return note
-        return super().__str__()
-
-
 _CONFIG_FIELDS = {f.name for f in dataclasses.fields(RouteConfig)}
-
-
-def get_route_result(response: Any) -> RouteResult:
-    """The :class:`selfroute.RouteResult` behind a response of :class:`SelfRouteQueryEngine`.
-
-    Works on ``Response``, on a finished ``StreamingResponse``/``AsyncStreamingResponse`` and on
-    an agent's ``ToolOutput`` (its ``raw_output``).
-
-    Raises:
-        SelfRouteError: The response carries no result (not from this engine, or a stream that
-            has not finished yet).
-    """
-    raw = getattr(response, "raw_output", None)
-    if raw is not None and not hasattr(response, "metadata"):
-        response = raw
-    metadata = getattr(response, "metadata", None) or {}
-    result = getattr(metadata.get(RESULT_KEY), "result", None)
-    if not isinstance(result, RouteResult):
-        raise SelfRouteError(
-            "this response carries no Self-Route result: it did not come from "
-            "SelfRouteQueryEngine, or it is a stream that has not been consumed yet"
-        )
-    return result
 
 
 def _build_config(
@@ -198,22 +115,7 @@ def _build_config(
     return dataclasses.replace(cfg, **changes) if changes else cfg
 
 
-def retrieval_sizes(settings: dict[str, Any]) -> tuple[int, ...]:
-    """The retrieval sizes the RAG step tries under these engine settings: ``k``, then the
-    ``k_ladder`` rungs (from the keyword settings, else from ``config``).
-
-    Raises:
-        ConfigurationError: An invalid ``k`` or ``k_ladder``.
-    """
-    config = settings.get("config")
-    cfg = config if isinstance(config, RouteConfig) else RouteConfig()
-    changes = {name: settings[name] for name in ("k", "k_ladder") if name in settings}
-    if changes:
-        cfg = dataclasses.replace(cfg, **changes)
-    return cfg.rungs
-
-
-class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
+class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
     """Self-Route as a LlamaIndex query engine: answer from the top-k chunks, or fall back.
 
     The RAG-step LLM gets the top-``k`` chunks and writes an answer or the sentinel
@@ -301,8 +203,8 @@ class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
             why = structured_support(self._llm)
             if why is not None:
                 structured_unsupported(True, why)
-        self._long_context = self._make_source(
-            long_context, along_context, docstore, vector_store, filters
+        self._long_context = long_context_source(
+            retriever, long_context, along_context, docstore, vector_store, filters
         )
         self._streaming = bool(streaming)
         self._node_postprocessors = list(node_postprocessors or [])
@@ -323,99 +225,6 @@ class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
             "llm_kwargs": llm_kwargs,
         }
         super().__init__(callback_manager=callback_manager or Settings.callback_manager)
-
-    # -- construction helpers ----------------------------------------------------------------
-    def _make_source(
-        self,
-        long_context: Any,
-        along_context: AsyncLongContextFn | None,
-        docstore: BaseDocumentStore | None,
-        vector_store: BasePydanticVectorStore | None,
-        filters: MetadataFilters | None,
-    ) -> LongContextSource | None:
-        if callable(long_context) or along_context is not None:
-            return CallableContext(long_context, along_context)
-        if long_context is not None:
-            return FixedContext(long_context)
-        docstore = docstore if docstore is not None else getattr(self._retriever, "_docstore", None)
-        vector_store = (
-            vector_store
-            if vector_store is not None
-            else getattr(self._retriever, "_vector_store", None)
-        )
-        if filters is None:
-            filters = getattr(self._retriever, "_filters", None)
-        if not isinstance(docstore, BaseDocumentStore):
-            docstore = None
-        if not isinstance(vector_store, BasePydanticVectorStore):
-            vector_store = None
-        if docstore is None and vector_store is None:
-            return None
-        return ParentDocuments(docstore=docstore, vector_store=vector_store, filters=filters)
-
-    @classmethod
-    def from_index(
-        cls,
-        index: VectorStoreIndex,
-        llm: LLM | None = None,
-        long_context_llm: LLM | None = None,
-        *,
-        filters: MetadataFilters | None = None,
-        similarity_top_k: int | None = None,
-        retriever_kwargs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> SelfRouteQueryEngine:
-        """Drop-in for ``index.as_query_engine()``.
-
-        Args:
-            index: A ``VectorStoreIndex`` (or any index with ``as_retriever``).
-            llm: The RAG-step LLM.
-            long_context_llm: The long-context LLM (default: ``llm``).
-            filters: Metadata filters for retrieval and for loading parent documents.
-            similarity_top_k: Chunks retrieved (default: ``k``, 5; with a ``k_ladder``, its
-                largest rung -- never fewer, so that every rung can be shown).
-            retriever_kwargs: More arguments for ``index.as_retriever``.
-            **kwargs: Anything :class:`SelfRouteQueryEngine` accepts.
-        """
-        rungs = retrieval_sizes(kwargs)
-        rkw = dict(retriever_kwargs or {})
-        top_k = rkw.get("similarity_top_k") or similarity_top_k or rungs[0]
-        if len(rungs) > 1:  # the retriever must return the ladder's largest rung
-            top_k = max(top_k, rungs[-1])
-        rkw["similarity_top_k"] = top_k
-        if filters is not None:
-            rkw["filters"] = filters
-        retriever = index.as_retriever(**rkw)
-        kwargs.setdefault("docstore", index.docstore)
-        if getattr(index, "vector_store", None) is not None:
-            kwargs.setdefault("vector_store", index.vector_store)
-        return cls(retriever, llm, long_context_llm, filters=filters, **kwargs)
-
-    @classmethod
-    def from_documents(cls, documents: Sequence[Any], **kwargs: Any) -> SelfRouteQueryEngine:
-        """Index ``documents`` in 300-word chunks (Chroma by default) and build an engine.
-
-        See :func:`llamaindex_selfroute.build_index` for the arguments; the rest go to
-        :class:`SelfRouteQueryEngine`.
-        """
-        from llamaindex_selfroute._store import build_index, split_build_kwargs
-
-        build_kwargs, engine_kwargs = split_build_kwargs(kwargs)
-        index = build_index(documents, **build_kwargs)
-        return cls.from_index(index, **engine_kwargs)
-
-    @classmethod
-    def from_persist_dir(cls, persist_dir: str, **kwargs: Any) -> SelfRouteQueryEngine:
-        """Reopen what :meth:`from_documents` persisted to ``persist_dir``.
-
-        See :func:`llamaindex_selfroute.load_index` for the arguments; the rest go to
-        :class:`SelfRouteQueryEngine`.
-        """
-        from llamaindex_selfroute._store import load_index, split_build_kwargs
-
-        build_kwargs, engine_kwargs = split_build_kwargs(kwargs, loading=True)
-        index = load_index(persist_dir, **build_kwargs)
-        return cls.from_index(index, **engine_kwargs)
 
     def with_retriever(self, retriever: BaseRetriever) -> SelfRouteQueryEngine:
         """A copy using ``retriever`` (e.g. with per-tenant filters); parents follow its filters.
@@ -512,61 +321,6 @@ class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
             return_direct=return_direct,
         )
 
-    # -- results ---------------------------------------------------------------------------
-    def _finish(self, result: RouteResult, metadata: dict[str, Any]) -> None:
-        for passage in result.sources:  # LlamaIndex's usual entries: node id -> node metadata
-            if isinstance(passage.source, NodeWithScore):
-                node = passage.source.node
-                metadata.setdefault(node.node_id, dict(node.metadata))
-        metadata[RESULT_KEY] = _ResultDict(result)
-        dispatcher.event(
-            SelfRouteResultEvent(
-                route=result.route.value, reason=result.reason.value, result=result.to_dict()
-            )
-        )
-
-    def _response(self, result: RouteResult) -> Response:
-        nodes = [p.source for p in result.sources if isinstance(p.source, NodeWithScore)]
-        metadata: dict[str, Any] = {}
-        self._finish(result, metadata)
-        return SelfRouteResponse(response=result.answer, source_nodes=nodes, metadata=metadata)
-
-    def _on_event(self, event: FlowEvent, metadata: dict[str, Any]) -> str | None:
-        """Text to stream for one driver event (``None``: nothing)."""
-        if isinstance(event, TokenEvent):
-            return event.text
-        if isinstance(event, RouteEvent):
-            dispatcher.event(
-                SelfRouteRouteEvent(
-                    route=event.route.value,
-                    reason=event.reason.value if event.reason is not None else None,
-                    retracted=event.retracted,
-                )
-            )
-            if event.retracted:
-                metadata["selfroute_retracted"] = True
-                return self._retraction_text or None
-            return None
-        if isinstance(event, ResultEvent):
-            self._finish(event.result, metadata)
-        return None
-
-    def _stream(
-        self, events: Iterator[FlowEvent], metadata: dict[str, Any]
-    ) -> Generator[str, None, None]:
-        for event in events:
-            text = self._on_event(event, metadata)
-            if text:
-                yield text
-
-    async def _astream(
-        self, events: AsyncIterator[FlowEvent], metadata: dict[str, Any]
-    ) -> AsyncGenerator[str, None]:
-        async for event in events:
-            text = self._on_event(event, metadata)
-            if text:
-                yield text
-
     # -- querying ----------------------------------------------------------------------------
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         question = validate_question(query_bundle.query_str)
@@ -580,12 +334,14 @@ class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
                 nodes = handler.prefetch(question)
                 metadata: dict[str, Any] = {}
                 response = StreamingResponse(
-                    response_gen=self._stream(drive(flow, handler, stream=True), metadata),
+                    response_gen=stream_text(
+                        drive(flow, handler, stream=True), metadata, self._retraction_text
+                    ),
                     source_nodes=nodes[: self._config.k],
                     metadata=metadata,
                 )
             else:
-                response = self._response(run_flow(flow, handler))
+                response = response_of(run_flow(flow, handler))
             query_event.on_end(payload={EventPayload.RESPONSE: response})
         return response
 
@@ -601,11 +357,13 @@ class SelfRouteQueryEngine(BatchJobMixin, BaseQueryEngine):
                 nodes = await handler.aprefetch(question)
                 metadata: dict[str, Any] = {}
                 response = AsyncStreamingResponse(
-                    response_gen=self._astream(adrive(flow, handler, stream=True), metadata),
+                    response_gen=astream_text(
+                        adrive(flow, handler, stream=True), metadata, self._retraction_text
+                    ),
                     source_nodes=nodes[: self._config.k],
                     metadata=metadata,
                 )
             else:
-                response = self._response(await arun_flow(flow, handler))
+                response = response_of(await arun_flow(flow, handler))
             query_event.on_end(payload={EventPayload.RESPONSE: response})
         return response

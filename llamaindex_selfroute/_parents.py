@@ -30,6 +30,7 @@ __all__ = [
     "FixedContext",
     "LongContextSource",
     "ParentDocuments",
+    "long_context_source",
     "matches_filters",
     "rebuild_text",
     "to_context_documents",
@@ -341,3 +342,34 @@ class ParentDocuments:
     ) -> list[ContextDocument] | None:
         """:meth:`load` in a worker thread (docstores and embedded stores are blocking)."""
         return await in_thread(self.load, question, nodes)
+
+
+def long_context_source(
+    retriever: Any,
+    long_context: Any,
+    along_context: AsyncLongContextFn | None,
+    docstore: BaseDocumentStore | None,
+    vector_store: BasePydanticVectorStore | None,
+    filters: MetadataFilters | None,
+) -> LongContextSource | None:
+    """Where an engine's long context comes from: a function (``long_context`` callable, or
+    ``along_context``), a fixed document, or the parents of the retrieved nodes (from
+    ``docstore``/``vector_store`` under ``filters``, each defaulting to the retriever's);
+    ``None`` when there is none of these."""
+    if callable(long_context) or along_context is not None:
+        return CallableContext(long_context, along_context)
+    if long_context is not None:
+        return FixedContext(long_context)
+    docstore = docstore if docstore is not None else getattr(retriever, "_docstore", None)
+    vector_store = (
+        vector_store if vector_store is not None else getattr(retriever, "_vector_store", None)
+    )
+    if filters is None:
+        filters = getattr(retriever, "_filters", None)
+    if not isinstance(docstore, BaseDocumentStore):
+        docstore = None
+    if not isinstance(vector_store, BasePydanticVectorStore):
+        vector_store = None
+    if docstore is None and vector_store is None:
+        return None
+    return ParentDocuments(docstore=docstore, vector_store=vector_store, filters=filters)

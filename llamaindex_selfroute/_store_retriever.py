@@ -125,7 +125,8 @@ class SelfRouteStoreRetriever(BaseRetriever):
             **kwargs: More ``SelfRouteQueryEngine`` settings (``long_context_llm``, ``k_ladder``
                 ...); with a ``k_ladder`` the engine retrieves its largest rung.
         """
-        from llamaindex_selfroute._engine import SelfRouteQueryEngine, retrieval_sizes
+        from llamaindex_selfroute._constructors import retrieval_sizes
+        from llamaindex_selfroute._engine import SelfRouteQueryEngine
 
         kwargs.setdefault("k", self.k)
         top = retrieval_sizes(kwargs)[-1]

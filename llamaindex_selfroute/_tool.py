@@ -7,12 +7,8 @@ from typing import Any
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.tools import QueryEngineTool, ToolMetadata, ToolOutput
 
-from llamaindex_selfroute._engine import (
-    ABSTENTION_MESSAGES,
-    RESULT_KEY,
-    SelfRouteQueryEngine,
-    abstention_message,
-)
+from llamaindex_selfroute._engine import SelfRouteQueryEngine
+from llamaindex_selfroute._response import ABSTENTION_MESSAGES, RESULT_KEY, abstention_message
 from selfroute import ConfigurationError, RouteResult
 
 __all__ = [

@@ -26,6 +26,7 @@ compiling a handful of regular expressions.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__: list[str] = []
@@ -385,9 +386,18 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "source-not-specific": ("not",),
     "out-of-scope": ("scope",),
 }
-SHAPES: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
-    (name, re.compile(pattern), _GUARDS[name]) for name, pattern in _SHAPES
+#: ``(name, pattern, guards)``: a shape is tried only on text holding one of its guards, and its
+#: pattern is compiled the first time it is tried (compiling all of them costs a command-line
+#: ``ask`` tens of milliseconds of start-up, and most answers need none).
+SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
+    (name, pattern, _GUARDS[name]) for name, pattern in _SHAPES
 )
+
+
+@functools.cache
+def _shape(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
 
 #: A pointer elsewhere: "you may need to consult other reports", "I recommend checking ...".
 POINTER = re.compile(
@@ -434,7 +444,7 @@ def decline_shape(core: str) -> tuple[str, str] | None:
     for name, pattern, guards in SHAPES:
         if not any(g in core for g in guards):
             continue
-        m = pattern.search(core)
+        m = _shape(pattern).search(core)
         if m:
             return name, m.group(0)
     return None

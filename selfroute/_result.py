@@ -229,8 +229,11 @@ class RouteResult:
             prompt, so that both sides of ``token_ratio`` are the provider's tokens),
             ``tokenizer`` or ``heuristic`` (counted locally; the provider reported nothing).
         context: Facts about the long context sent or priced (size, strategy, truncation).
-        cost: Money spent, from the price table (``None`` without prices).
-        long_context_cost: Money the always-LC counterfactual would have cost.
+        cost: Money spent, from the price table (``None`` without prices, or when no step's
+            model has a price; a step whose model has none is left out and named in
+            ``unpriced_models``).
+        long_context_cost: Money the always-LC counterfactual would have cost (``None`` when
+            unknown or its model has no price).
         latency_s: Wall time of the whole call.
         error: What went wrong on the way, when a fault was absorbed (RAG or retrieval error).
         abstention: Why the final answer is a decline, or ``None`` when it answers (see
@@ -241,6 +244,11 @@ class RouteResult:
             model was given; ``None`` when grounding was not checked.
         unverified_answer: Grounded mode: the long-context answer that was withheld because its
             quotes were not found (kept for inspection).
+        unpriced_models: The models the price table has no price for (a step's model as the
+            provider reported it, ``(unnamed)`` when it reported none, or the counterfactual's
+            long-context model), in order; empty without prices or when every one is priced.
+            Check it before formatting ``cost``: a model missing here is why a cost is ``None``
+            or partial.
     """
 
     question: str
@@ -261,6 +269,7 @@ class RouteResult:
     citations: tuple[Citation, ...] = ()
     verified: bool | None = None
     unverified_answer: str | None = None
+    unpriced_models: tuple[str, ...] = ()
 
     @property
     def abstained(self) -> bool:

@@ -11,7 +11,7 @@ a ``source`` and every counter a ``name`` (``tiktoken:o200k_base``), so estimate
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import os
@@ -169,10 +169,12 @@ def _bundled_encoding(tiktoken: Any, encoding: str) -> Any:
     raw = gzip.decompress((_DATA / f"{encoding}.tiktoken.gz").read_bytes())
     if hashlib.sha256(raw).hexdigest() != spec["sha256"]:
         raise ValueError(f"selfroute/data/{encoding}.tiktoken.gz is damaged (hash mismatch)")
-    ranks = {
-        base64.b64decode(token): int(rank)
-        for token, rank in (line.split() for line in raw.splitlines() if line)
-    }
+    # "TOKEN_BASE64 RANK" per line; split and decoded in bulk (3-4x faster than a loop of
+    # base64.b64decode: this load is most of a command-line ask's counting cost)
+    fields = raw.split()
+    if len(fields) % 2:
+        raise ValueError(f"selfroute/data/{encoding}.tiktoken.gz is damaged (odd field count)")
+    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
     return tiktoken.Encoding(
         name=encoding,
         pat_str=spec["pat_str"],

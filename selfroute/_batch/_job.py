@@ -35,7 +35,7 @@ from selfroute._batch._core import (
 from selfroute._batch._store import JobStore
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import Retrieve, RouteConfig, self_route_flow
-from selfroute._flow._drivers import _abounded, _bounded, _what
+from selfroute._flow._timeouts import abounded, bounded, step_subject
 from selfroute._pricing import PriceTable
 
 __all__ = ["BatchJob", "as_items", "batch_config"]
@@ -192,7 +192,7 @@ class BatchJob:
         if isinstance(op, RunStep):
             handler, step = self._handler_for(op.item), op.step
             call = handler.retrieve if isinstance(step, Retrieve) else handler.load_long_context
-            return _bounded(functools.partial(call, step), step.timeout_s, _what(step))
+            return bounded(functools.partial(call, step), step.timeout_s, step_subject(step))
         if isinstance(op, Submit):
             return b.submit(op.requests, op.token)
         if isinstance(op, Find):
@@ -210,7 +210,7 @@ class BatchJob:
         if isinstance(op, RunStep):
             handler, step = self._handler_for(op.item), op.step
             acall = handler.aretrieve if isinstance(step, Retrieve) else handler.aload_long_context
-            return await _abounded(acall(step), step.timeout_s, _what(step))
+            return await abounded(acall(step), step.timeout_s, step_subject(step))
         if not hasattr(b, "asubmit"):
             raise ConfigurationError(f"the {b.name} batch backend has no async methods")
         if isinstance(op, Submit):

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from selfroute._errors import SelfRouteError
 from selfroute._faults import mark_processed
@@ -33,12 +32,18 @@ from selfroute._flow._steps import (
     Step,
     StepHandler,
 )
+from selfroute._flow._timeouts import (
+    abounded,
+    abounded_stream,
+    bounded,
+    bounded_stream,
+    step_subject,
+    timeout_error,
+)
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._result import Reason, Route, RouteResult, Stage
 from selfroute._streaming import SentinelSniffer
 from selfroute._usage import Usage
-
-T = TypeVar("T")
 
 __all__ = [
     "FlowEvent",
@@ -197,124 +202,6 @@ def _timed(gen: Any, t0: float) -> Any:
     return replace(gen, latency_s=time.perf_counter() - t0) if isinstance(gen, Generation) else gen
 
 
-def _timeout(what: str, timeout_s: float) -> TimeoutError:
-    return TimeoutError(f"{what} did not answer within {timeout_s:g}s")
-
-
-def _what(step: Step) -> str:
-    if isinstance(step, Retrieve):
-        return "the retriever"
-    if isinstance(step, LoadLongContext):
-        return "the long-context loader"
-    return "the model"
-
-
-def _bounded(call: Callable[[], T], timeout_s: float | None, what: str) -> T:
-    """``call()``, abandoned after ``timeout_s`` (it keeps running in a daemon thread: a hung
-    socket cannot be interrupted from outside)."""
-    if timeout_s is None:
-        return call()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-    context = contextvars.copy_context()  # callbacks and tracing see the caller's context
-
-    def run() -> None:
-        try:
-            box["value"] = context.run(call)
-        except BaseException as exc:  # handed over to the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="selfroute-step", daemon=True).start()
-    if not done.wait(timeout_s):
-        raise _timeout(what, timeout_s)
-    if "error" in box:
-        raise box["error"]
-    result: T = box["value"]
-    return result
-
-
-def _bounded_stream(
-    chunks: Iterable[GenerationChunk], timeout_s: float | None
-) -> Iterator[GenerationChunk]:
-    """``chunks``, all of them within ``timeout_s`` (read by a daemon thread; on time-out the
-    thread closes the stream at its next chunk, which closes the HTTP response)."""
-    if timeout_s is None:
-        yield from chunks
-        return
-    deadline = time.perf_counter() + timeout_s
-    pipe: queue.Queue[tuple[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        iterator = iter(chunks)
-        try:
-            for chunk in iterator:
-                if stop.is_set():
-                    break
-                pipe.put(("chunk", chunk))
-            pipe.put(("end", None))
-        except BaseException as exc:  # handed over to the caller's thread
-            pipe.put(("error", exc))
-        finally:
-            close = getattr(iterator, "close", None)
-            if callable(close):
-                close()
-
-    threading.Thread(target=context.run, args=(run,), name="selfroute-stream", daemon=True).start()
-    try:
-        while True:
-            try:
-                kind, item = pipe.get(timeout=max(0.0, deadline - time.perf_counter()))
-            except queue.Empty:
-                raise _timeout("the model", timeout_s) from None
-            if kind == "end":
-                return
-            if kind == "error":
-                raise item
-            yield item
-    finally:
-        stop.set()
-
-
-async def _abounded(call: Awaitable[T], timeout_s: float | None, what: str) -> T:
-    """``await call``, cancelled after ``timeout_s``."""
-    if timeout_s is None:
-        return await call
-    try:
-        return await asyncio.wait_for(call, timeout_s)
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        raise _timeout(what, timeout_s) from None
-
-
-async def _abounded_stream(
-    chunks: AsyncIterator[GenerationChunk], timeout_s: float | None
-) -> AsyncIterator[GenerationChunk]:
-    """``chunks``, all of them within ``timeout_s`` (the stream is closed on time-out)."""
-    if timeout_s is None:
-        async for chunk in chunks:
-            yield chunk
-        return
-    deadline = time.perf_counter() + timeout_s
-    iterator = chunks.__aiter__()
-    try:
-        while True:
-            left = max(0.0, deadline - time.perf_counter())
-            try:
-                chunk = await asyncio.wait_for(iterator.__anext__(), left)
-            except StopAsyncIteration:
-                return
-            except asyncio.TimeoutError:
-                raise _timeout("the model", timeout_s) from None
-            yield chunk
-    finally:
-        aclose = getattr(iterator, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
 class _ThreadSpeculation:
     """A speculative call of the sync driver: ``handler.stream`` in a daemon thread.
 
@@ -367,7 +254,7 @@ class _ThreadSpeculation:
             return None
         if not self.done.wait(timeout_s):
             self.cancelled.set()
-            raise _timeout("the model", timeout_s or 0.0)
+            raise timeout_error("the model", timeout_s or 0.0)
         if "error" in self.box:
             raise self.box["error"]
         return _timed(self.box["value"], self.t0)
@@ -387,7 +274,7 @@ class _TaskSpeculation:
                 return _timed(task.result(), self.t0)
             task.cancel()
             return None
-        return _timed(await _abounded(task, timeout_s, "the model"), self.t0)
+        return _timed(await abounded(task, timeout_s, "the model"), self.t0)
 
 
 def drive(
@@ -413,12 +300,12 @@ def drive(
         t0 = time.perf_counter()
         try:
             if isinstance(step, Retrieve):
-                send = _bounded(
-                    functools.partial(handler.retrieve, step), step.timeout_s, _what(step)
+                send = bounded(
+                    functools.partial(handler.retrieve, step), step.timeout_s, step_subject(step)
                 )
             elif isinstance(step, LoadLongContext):
                 load = functools.partial(handler.load_long_context, step)
-                send = _bounded(load, step.timeout_s, _what(step))
+                send = bounded(load, step.timeout_s, step_subject(step))
             elif isinstance(step, Speculate):
                 send = _ThreadSpeculation(handler, step.generate)
             elif isinstance(step, Settle):
@@ -427,7 +314,7 @@ def drive(
                 if stream:
                     state.start(step)
                     try:
-                        for chunk in _bounded_stream(handler.stream(step), step.timeout_s):
+                        for chunk in bounded_stream(handler.stream(step), step.timeout_s):
                             yield from state.feed(step, chunk)
                     except Exception as exc:
                         state.broke(exc)
@@ -435,7 +322,7 @@ def drive(
                     gen = state.generation()
                 else:
                     call = functools.partial(handler.generate, step)
-                    gen = _bounded(call, step.timeout_s, _what(step))
+                    gen = bounded(call, step.timeout_s, step_subject(step))
                 send = _timed(gen, t0)
             else:  # pragma: no cover - defensive
                 raise SelfRouteError(f"unknown step {step!r}")
@@ -466,10 +353,12 @@ async def adrive(
             t0 = time.perf_counter()
             try:
                 if isinstance(step, Retrieve):
-                    send = await _abounded(handler.aretrieve(step), step.timeout_s, _what(step))
+                    send = await abounded(
+                        handler.aretrieve(step), step.timeout_s, step_subject(step)
+                    )
                 elif isinstance(step, LoadLongContext):
                     load = handler.aload_long_context(step)
-                    send = await _abounded(load, step.timeout_s, _what(step))
+                    send = await abounded(load, step.timeout_s, step_subject(step))
                 elif isinstance(step, Speculate):
                     send = _TaskSpeculation(handler, step.generate)
                     speculations.append(send)
@@ -479,7 +368,7 @@ async def adrive(
                     if stream:
                         state.start(step)
                         try:
-                            async for chunk in _abounded_stream(
+                            async for chunk in abounded_stream(
                                 handler.astream(step), step.timeout_s
                             ):
                                 for ev in state.feed(step, chunk):
@@ -490,7 +379,7 @@ async def adrive(
                         gen = state.generation()
                     else:
                         call = handler.agenerate(step)
-                        gen = await _abounded(call, step.timeout_s, _what(step))
+                        gen = await abounded(call, step.timeout_s, step_subject(step))
                     send = _timed(gen, t0)
                 else:  # pragma: no cover - defensive
                     raise SelfRouteError(f"unknown step {step!r}")

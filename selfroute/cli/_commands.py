@@ -1,8 +1,11 @@
 """The ``index``, ``ask``, ``chat`` and ``stats`` commands.
 
-``ask`` and ``chat`` route with the LangChain adapter (:class:`langchain_selfroute.SelfRoute`): the
-store's hybrid retriever wrapped as a LangChain retriever, and the store's full documents as the
-long context through the adapter's ``parent_loader`` hook. No routing logic lives here.
+``ask`` and ``chat`` run the core's flow (:class:`selfroute.cli._route.CliRoute`) over the store's
+hybrid retriever (or BM25 over one ``--doc`` file), with the store's full documents as the long
+context and framework-free model clients (:mod:`selfroute.cli._clients`): no LangChain, no
+``openai`` SDK is imported for an OpenAI-compatible server or the offline reader. ``ask --batch``
+uses the LangChain adapter (:class:`langchain_selfroute.SelfRoute`), whose batch jobs run on the
+provider's batch API. No routing logic lives here.
 """
 
 from __future__ import annotations
@@ -10,17 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._question import validate_question
-from selfroute._result import RouteResult, RouteStats
+from selfroute._result import RouteResult, RouteStats, Stage
+from selfroute.cli._clients import build_client
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
 from selfroute.cli._output import (
@@ -37,6 +41,7 @@ from selfroute.cli._output import (
     printable,
     unpriced_models,
 )
+from selfroute.cli._route import CliRoute, document_source, store_source
 from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
 
@@ -253,15 +258,61 @@ def check_score_scale(settings: Settings, doc: str | None) -> None:
     )
 
 
-def _session(settings: Settings, doc: str | None) -> _Session:
+def _specs(settings: Settings, doc: str | None) -> tuple[ModelSpec, ModelSpec]:
     check_score_scale(settings, doc)
     rag_spec = parse_model_spec(settings.model, settings.base_url)
-    lc_spec = _lc_spec(settings, rag_spec)
-    common = {
+    return rag_spec, _lc_spec(settings, rag_spec)
+
+
+def _model_options(settings: Settings) -> dict[str, Any]:
+    return {
         "temperature": settings.temperature,
         "timeout": settings.timeout,
         "max_retries": settings.max_retries,
     }
+
+
+def _source(settings: Settings, doc: str | None) -> Any:
+    """The passages and long context of ``ask``: BM25 over ``--doc``, else the store."""
+    if doc is not None:
+        from selfroute.stores._readers import read_document
+
+        loaded = read_document(doc)
+        metadata = {"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title}
+        return document_source(
+            loaded.text, doc_id=loaded.doc_id, metadata=metadata, chunk_words=DEFAULT_CHUNK_WORDS
+        )
+    from selfroute.stores._retriever import HybridRetriever
+
+    store = _store(settings)
+    store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
+    return store_source(HybridRetriever(store, mode=settings.retrieval, k=settings.k))
+
+
+def _session(settings: Settings, doc: str | None) -> _Session:
+    """``ask``/``chat`` on the core's flow with the framework-free model clients."""
+    rag_spec, lc_spec = _specs(settings, doc)
+    common = _model_options(settings)
+    rag = build_client(rag_spec, flag="--model", **common)
+    lc = rag if lc_spec == rag_spec else build_client(lc_spec, flag="--lc-model", **common)
+    kwargs, currency = _route_kwargs(settings)
+    window = kwargs.pop("long_context_window")
+    config = RouteConfig(
+        **kwargs,
+        **policies(settings),
+        long_context_window=lc.window if window == "auto" else window,
+        long_context_model=lc.name,
+    )
+    route = CliRoute(config, _source(settings, doc), {Stage.RAG: rag, Stage.LONG_CONTEXT: lc})
+    retrieval = "bm25 over --doc" if doc is not None else settings.retrieval
+    return _Session(route, rag_spec, lc_spec, currency, retrieval, kwargs.get("prices"))
+
+
+def _batch_session(settings: Settings, doc: str | None) -> _Session:
+    """``ask --batch``: the LangChain adapter's :class:`~langchain_selfroute.SelfRoute`, whose
+    batch jobs run on the provider's batch API."""
+    rag_spec, lc_spec = _specs(settings, doc)
+    common = _model_options(settings)
     llm = build_chat_model(rag_spec, flag="--model", **common)
     lc_llm = None if lc_spec == rag_spec else build_chat_model(lc_spec, flag="--lc-model", **common)
     kwargs, currency = _route_kwargs(settings)
@@ -316,26 +367,13 @@ def _report(result: RouteResult, session: _Session, args: argparse.Namespace) ->
     return "\n".join(parts)
 
 
-def _stream_events(session: _Session, question: str) -> Iterator[tuple[str, Any]]:
-    """``(kind, value)``: ``route``, ``text``, ``retract`` and finally ``result``."""
-    for chunk in session.route.stream(question):
-        if chunk.retracted:
-            yield "retract", chunk
-        if chunk.text:
-            yield "text", chunk
-        elif chunk.output is not None:
-            yield "result", chunk.output.result
-        elif chunk.route is not None and not chunk.retracted:
-            yield "route", chunk
-
-
 def _answer(session: _Session, question: str, args: argparse.Namespace, out: TextIO) -> RouteResult:
     """Answer one question and print it; returns the result."""
     if not args.stream:
         waiting = Progress("never" if args.json else "auto")
         waiting.status("selfroute: retrieving and asking the model...")
         try:
-            result: RouteResult = session.route.invoke(question).result
+            result: RouteResult = session.route.invoke(question)
         finally:
             waiting.close()
         if args.json:
@@ -344,7 +382,7 @@ def _answer(session: _Session, question: str, args: argparse.Namespace, out: Tex
             out.write(printable(f"{format_answer(result)}\n\n{_report(result, session, args)}\n"))
         return result
     final: RouteResult | None = None
-    for kind, value in _stream_events(session, question):
+    for kind, value in session.route.stream(question):
         if kind == "result":
             final = value
             if args.json:
@@ -393,11 +431,11 @@ def run_ask(args: argparse.Namespace) -> int:
     settings = settings_for(args, "ask")
     if args.doc is not None and not Path(args.doc).is_file():
         raise ConfigurationError(f"--doc {args.doc}: no such file")
-    session = _session(settings, args.doc)
     if batch:
         from selfroute.cli._batch import run_ask_batch
 
-        return run_ask_batch(args, session)
+        return run_ask_batch(args, _batch_session(settings, args.doc))
+    session = _session(settings, args.doc)
     assert question is not None
     _answer(session, question, args, sys.stdout)
     return 0

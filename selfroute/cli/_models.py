@@ -1,4 +1,6 @@
-"""LangChain chat models from short specs: ``openai:NAME``, ``google:NAME``, ``NAME`` + base URL.
+"""Model specs (``openai:NAME``, ``google:NAME``, ``offline``, ``NAME`` + base URL), their keys, and
+LangChain chat models from them (``eval``, ``ask --batch``; the framework-free clients of ``ask``
+and ``chat`` are in :mod:`selfroute.cli._clients`).
 
 A missing API key is a :class:`~selfroute.stores.MissingCredentialsError` naming the variable to
 set and the ``--base-url`` alternative -- raised before any network call.
@@ -13,7 +15,14 @@ from typing import Any
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._errors import MissingCredentialsError
 
-__all__ = ["OFFLINE_READER", "ModelSpec", "build_chat_model", "has_provider", "parse_model_spec"]
+__all__ = [
+    "OFFLINE_READER",
+    "ModelSpec",
+    "build_chat_model",
+    "credential",
+    "has_provider",
+    "parse_model_spec",
+]
 
 _PROVIDERS = {
     "openai": "openai",
@@ -97,7 +106,13 @@ def parse_model_spec(spec: str, base_url: str | None = None, *, flag: str = "--m
     return ModelSpec(provider or "openai", name, base_url or None)
 
 
-def _key(spec: ModelSpec, flag: str) -> str:
+def credential(spec: ModelSpec, flag: str = "--model") -> str:
+    """The API key for ``spec``: from its provider's variables, else the placeholder of a local
+    server (``base_url`` set), else an error; ``""`` for the offline reader.
+
+    Raises:
+        MissingCredentialsError: No key and no ``base_url``, naming the variable to set.
+    """
     if spec.provider == "offline":
         return ""
     for variable in _KEYS[spec.provider]:
@@ -136,7 +151,7 @@ def build_chat_model(
         MissingCredentialsError: No API key and no ``base_url``.
         MissingDependencyError: ``langchain-openai`` / ``langchain-google-genai`` missing.
     """
-    key = _key(spec, flag)
+    key = credential(spec, flag)
     if spec.provider == "offline":
         try:
             from langchain_selfroute._extractive import ExtractiveChatModel

@@ -33,7 +33,8 @@ from selfroute._result import Route
 from selfroute.eval._data import EvalItem
 from selfroute.eval._readers import Reader
 from selfroute.eval._records import RunRecord
-from selfroute.eval._runner import BM25Retriever, _FlowHandler, _score, _Session
+from selfroute.eval._runner import BM25Retriever
+from selfroute.eval._session import FlowHandler, Session, score_record
 
 __all__ = ["BatchEvalReport", "evaluate_batch", "run_batch_eval"]
 
@@ -69,7 +70,7 @@ class BatchEvalReport:
         return "\n".join(lines)
 
 
-def _reader_backend(handlers: dict[str, _FlowHandler], reader: Reader) -> LocalBatchBackend:
+def _reader_backend(handlers: dict[str, FlowHandler], reader: Reader) -> LocalBatchBackend:
     async def answer(request: BatchRequest) -> Any:
         item_id = request.key.rpartition("#")[0]
         return await handlers[item_id].agenerate(request.step)
@@ -105,7 +106,7 @@ def evaluate_batch(
     """
     lc_reader = lc_reader or reader
     cfg = replace(config or RouteConfig(), k=k, prices=prices)
-    session = _Session(
+    session = Session(
         reader, lc_reader, cfg, BM25Retriever(chunk_words=cfg.chunk_words), None, prices, "record"
     )
     by_id: dict[str, EvalItem] = {}
@@ -115,7 +116,7 @@ def evaluate_batch(
         by_id[ident] = item
         batch_items.append(BatchItem(ident, item.question, item))
     handlers = {  # the question as the online harness passes it (validated, stripped)
-        ident: _FlowHandler(session, item, validate_question(item.question), [], "self_route")
+        ident: FlowHandler(session, item, validate_question(item.question), [], "self_route")
         for ident, item in by_id.items()
     }
     chosen = backend if backend is not None else _reader_backend(handlers, reader)
@@ -137,7 +138,7 @@ def evaluate_batch(
             record.prediction = outcome.result.answer
             record.abstained = outcome.result.abstained
             from_chunks += outcome.result.route is Route.RAG and outcome.result.answered_from_chunks
-        scores.append(_score(item, record, cfg.prompts))
+        scores.append(score_record(item, record, cfg.prompts))
     cost = None
     if prices is not None:
         cost = batch_cost_report(

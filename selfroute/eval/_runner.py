@@ -18,20 +18,15 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from selfroute._chunking import chunk_text
-from selfroute._errors import ConfigurationError, ModelOutputError
+from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
 from selfroute._flow import (
-    Generate,
-    Generation,
-    GenerationChunk,
-    LoadLongContext,
-    Retrieve,
     RouteConfig,
     arun_flow,
     clean_answer,
@@ -44,15 +39,20 @@ from selfroute._prompts import Prompts
 from selfroute._redact import describe_exception
 from selfroute._result import Passage, RouteResult, Stage
 from selfroute._simple import LexicalIndex
-from selfroute._structured import VerdictMode, load_structured, structured_unsupported
-from selfroute._tokens import TokenCounter
-from selfroute._usage import Usage
+from selfroute._structured import VerdictMode, structured_unsupported
 from selfroute._verdict import parse_verdict
 from selfroute.eval._cache import ResponseCache, default_cache_path
 from selfroute.eval._data import EvalItem
 from selfroute.eval._readers import ModelRequest, Reader
+from selfroute.eval._session import FAIL_FAST_AFTER as FAIL_FAST_AFTER  # kept importable here
+from selfroute.eval._session import (
+    FlowHandler,
+    Retriever,
+    Session,
+    score_record,
+    supports_structured,
+)
 from selfroute.eval._summary import CallRecord, RunRecord, Summary, build_summary, policy_of
-from selfroute.eval.metrics import score_answer
 
 __all__ = [
     "DEFAULT_METHODS",
@@ -71,14 +71,8 @@ DEFAULT_METHODS = ("lc", "rag", "self_route")
 #: The Self-Route methods (run through the core flow).
 FLOW_METHODS = ("self_route", "self_route_grounded")
 
-Retriever = Callable[[EvalItem, int], Sequence[Passage]]
-
 #: Items, or the path of a data file (loaded with :func:`~selfroute.eval.load_dataset`).
 DatasetLike = Iterable[EvalItem] | str | os.PathLike[str]
-
-#: With ``on_error="record"``, stop when this many runs failed before any succeeded.
-FAIL_FAST_AFTER = 5
-_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
 
 
 class BM25Retriever:
@@ -127,20 +121,6 @@ def resolve_cache(
     raise ConfigurationError(f"cache must be a path, a ResponseCache or a bool, got {cache!r}")
 
 
-def _split_template(rendered: str) -> tuple[str, str]:
-    prefix, sep, suffix = rendered.partition(_MARK)
-    if not sep:  # pragma: no cover - the templates always contain {context}
-        raise ConfigurationError("prompt template has no {context} placeholder")
-    return prefix, suffix
-
-
-def _context_of(prompt: str, rendered_with_mark: str) -> str:
-    prefix, suffix = _split_template(rendered_with_mark)
-    if not (prompt.startswith(prefix) and prompt.endswith(suffix)):
-        raise ConfigurationError("could not locate the context inside the prompt")
-    return prompt[len(prefix) : len(prompt) - len(suffix)]
-
-
 def lc_prompt(
     item: EvalItem, question: str, config: RouteConfig, retrieved: Sequence[str] = ()
 ) -> tuple[str, str]:
@@ -159,212 +139,12 @@ def rag_only_prompt(
     return prompts.long_context_prompt(question, context), context
 
 
-@dataclass
-class _Session:
-    reader: Reader
-    lc_reader: Reader
-    config: RouteConfig
-    retriever: Retriever
-    cache: ResponseCache | None
-    prices: PriceTable | None
-    on_error: str
-    memo: dict[str, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
-    model_calls: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    stopped: BaseException | None = None
-
-    def note(self, error: Exception | None) -> None:
-        """Count a run; stop early when the first runs all fail (bad key, wrong endpoint)."""
-        if error is None:
-            self.succeeded += 1
-            return
-        self.failed += 1
-        if self.succeeded == 0 and self.failed >= FAIL_FAST_AFTER:
-            stop = ModelOutputError(
-                f"the first {self.failed} runs all failed, stopping; last error: "
-                f"{type(error).__name__}: {error}"
-            )
-            self.stopped = stop
-            raise stop from error
-
-    @property
-    def counter(self) -> TokenCounter:
-        return self.config.counter
-
-    async def _fresh(self, reader: Reader, request: ModelRequest) -> tuple[Generation, float]:
-        t0 = time.perf_counter()
-        gen = await reader.agenerate(request)
-        latency = time.perf_counter() - t0
-        if not isinstance(gen, Generation):
-            raise ConfigurationError(
-                f"reader {reader.name!r} returned {type(gen).__name__}; expected Generation"
-            )
-        model = getattr(reader, "latency_model", None)
-        if model is not None:  # simulated: deterministic and comparable across policies
-            usage = gen.usage or Usage.of(
-                self.counter.count(request.prompt), self.counter.count(gen.text)
-            )
-            latency = model.seconds(usage.input_tokens, usage.output_tokens)
-        self.model_calls += int(reader.cacheable)
-        if self.cache is not None and reader.cacheable:
-            self.cache.put(reader.cache_identity(), request.prompt, gen, latency)
-        return gen, latency
-
-    async def generate(
-        self,
-        reader: Reader,
-        request: ModelRequest,
-        calls: list[CallRecord],
-        *,
-        speculative: bool = False,
-    ) -> Generation:
-        """One reader call, served from the cache (disk, or this run) when it was made before."""
-        prompt_tokens = self.counter.count(request.prompt)
-        identity = reader.cache_identity()
-        key = ResponseCache.key(identity, request.prompt)
-        cached = True
-        future = self.memo.get(key)
-        if future is None:
-            hit = None
-            if self.cache is not None and reader.cacheable:
-                hit = self.cache.get(identity, request.prompt)
-            future = asyncio.get_running_loop().create_future()
-            self.memo[key] = future
-            if hit is not None:
-                future.set_result((hit.generation, hit.latency_s))
-            else:
-                cached = False
-                try:
-                    future.set_result(await self._fresh(reader, request))
-                except BaseException as exc:
-                    del self.memo[key]
-                    future.set_exception(exc)
-                    future.exception()  # retrieved: no "never retrieved" warning
-                    raise
-        gen, latency = await asyncio.shield(future)
-        usage = gen.usage or Usage.of(
-            prompt_tokens, self.counter.count(gen.text), source=self.counter.source
-        )
-        model = gen.model or reader.model_name
-        structured = gen.structured
-        if request.structured is not None and structured is None:
-            structured = load_structured(gen.text)  # a cached answer keeps only the text
-        calls.append(
-            CallRecord(
-                method=request.method,
-                stage=request.stage,
-                model=model,
-                prompt_tokens=prompt_tokens,
-                usage=usage,
-                latency_s=latency,
-                cached=cached,
-                output=gen.text,
-                cost=self.prices.cost(model, usage) if self.prices is not None else None,
-                k=request.k,
-                structured=request.structured is not None,
-                speculative=speculative,
-            )
-        )
-        return Generation(
-            text=gen.text, usage=usage, model=model, latency_s=latency, structured=structured
-        )
-
-
-def supports_structured(reader: Reader) -> bool:
-    """Whether ``reader`` answers structured-verdict requests."""
-    return bool(getattr(reader, "supports_structured", False))
-
-
-class _FlowHandler:
-    """Answers the core flow's steps for one item (no routing logic here)."""
-
-    def __init__(
-        self,
-        session: _Session,
-        item: EvalItem,
-        question: str,
-        calls: list[CallRecord],
-        method: str = "self_route",
-    ) -> None:
-        self.session = session
-        self.item = item
-        self.question = question
-        self.calls = calls
-        self.method = method
-
-    async def aretrieve(self, step: Retrieve) -> Sequence[Passage]:
-        return list(self.session.retriever(self.item, step.k))
-
-    async def agenerate(self, step: Generate) -> Generation:
-        rag = step.stage is Stage.RAG
-        prompts = self.session.config.prompts
-        reader = self.session.reader if rag else self.session.lc_reader
-        q, grounded = self.question, step.grounded
-        prompt, structured = step.prompt, None
-        if rag and step.structured is not None:
-            if supports_structured(reader):
-                structured = step.structured
-                prompt = structured.prompt
-                marked = prompts.structured_rag_prompt(q, [_MARK], grounded=grounded)
-            else:
-                structured_unsupported(
-                    step.structured.required,
-                    f"the reader {reader.name!r} cannot give structured output",
-                )
-        if structured is None:
-            marked = (
-                prompts.rag_prompt(q, [_MARK], grounded=grounded)
-                if rag
-                else prompts.long_context_prompt(q, _MARK, grounded=grounded)
-            )
-        request = ModelRequest(
-            prompt=prompt,
-            context=_context_of(prompt, marked),
-            question=step.question,
-            item=self.item,
-            method=self.method,
-            stage=step.stage,
-            sentinel=step.sentinel,
-            structured=structured,
-            grounded=grounded,
-            k=step.k,
-        )
-        return await self.session.generate(
-            reader, request, self.calls, speculative=step.speculative
-        )
-
-    async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        gen = await self.agenerate(step)
-        yield GenerationChunk.of(gen)
-
-    async def aload_long_context(self, step: LoadLongContext) -> list[ContextDocument]:
-        return [ContextDocument(self.item.document, self.item.doc_id)]
-
-
-def _score(item: EvalItem, record: RunRecord, prompts: Prompts) -> float:
-    """The item's score: for an unanswerable item, 1 when the final answer declined."""
-    if record.prediction is None:
-        return 0.0
-    if item.unanswerable:
-        return float(bool(record.abstained))
-    return score_answer(
-        record.prediction,
-        item.answers,
-        metric=item.metric,
-        dataset=item.dataset,
-        all_classes=item.all_classes,
-        choices=item.choices,
-        sentinel=prompts.sentinel,
-    )
-
-
 def _top_score(passages: Iterable[Passage]) -> float | None:
     scores = [p.score for p in passages if p.score is not None]
     return max(scores) if scores else None
 
 
-def _baseline_answer(session: _Session, record: RunRecord, text: str, question: str) -> None:
+def _baseline_answer(session: Session, record: RunRecord, text: str, question: str) -> None:
     """Set a baseline's prediction and whether it declines (the parser the flow uses)."""
     record.prediction = clean_answer(text)
     declined = parse_verdict(
@@ -374,14 +154,14 @@ def _baseline_answer(session: _Session, record: RunRecord, text: str, question: 
     record.abstention = "declined" if declined else None
 
 
-async def _run_lc(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+async def _run_lc(session: Session, item: EvalItem, q: str, record: RunRecord) -> None:
     prompt, context = lc_prompt(item, q, session.config)
     request = ModelRequest(prompt, context, q, item, "lc", Stage.LONG_CONTEXT)
     gen = await session.generate(session.lc_reader, request, record.calls)
     _baseline_answer(session, record, gen.text, q)
 
 
-async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+async def _run_rag(session: Session, item: EvalItem, q: str, record: RunRecord) -> None:
     assert record.k is not None
     record.retrieved = list(session.retriever(item, record.k))[: record.k]
     record.top_score = _top_score(record.retrieved)
@@ -391,7 +171,7 @@ async def _run_rag(session: _Session, item: EvalItem, q: str, record: RunRecord)
     _baseline_answer(session, record, gen.text, q)
 
 
-def _flow_config(session: _Session, method: str, k: int) -> RouteConfig:
+def _flow_config(session: Session, method: str, k: int) -> RouteConfig:
     grounded = session.config.grounded or method == "self_route_grounded"
     return replace(session.config, k=k, grounded=grounded)
 
@@ -404,9 +184,9 @@ def _from_result(record: RunRecord, result: RouteResult) -> None:
     record.rungs = [s.k for s in result.steps if s.stage is Stage.RAG and s.k is not None]
 
 
-async def _run_self_route(session: _Session, item: EvalItem, q: str, record: RunRecord) -> None:
+async def _run_self_route(session: Session, item: EvalItem, q: str, record: RunRecord) -> None:
     assert record.k is not None
-    handler = _FlowHandler(session, item, q, record.calls, record.method)
+    handler = FlowHandler(session, item, q, record.calls, record.method)
     flow = self_route_flow(q, _flow_config(session, record.method, record.k))
     result = await arun_flow(flow, handler)
     if not any(c.speculative for c in record.calls):
@@ -447,7 +227,7 @@ _RUNNERS = {
 
 
 async def _guarded(
-    session: _Session, item: EvalItem, q: str, method: str, k: int | None
+    session: Session, item: EvalItem, q: str, method: str, k: int | None
 ) -> RunRecord:
     """Run one method on one item; a failure is recorded (calls made so far are kept)."""
     record = RunRecord(item=item, method=method, k=k, calls=[])
@@ -464,12 +244,12 @@ async def _guarded(
         session.note(exc)
     else:
         session.note(None)
-    record.score = _score(item, record, session.config.prompts)
+    record.score = score_record(item, record, session.config.prompts)
     return record
 
 
 async def _run_item(
-    session: _Session,
+    session: Session,
     item: EvalItem,
     ks: Sequence[int],
     methods: Sequence[str],
@@ -562,7 +342,7 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 async def _run_items(
-    session: _Session,
+    session: Session,
     items: Sequence[EvalItem],
     ks: Sequence[int],
     methods: Sequence[str],
@@ -668,7 +448,7 @@ async def aevaluate(
     )
     own_cache = not isinstance(cache, ResponseCache)
     store = resolve_cache(cache)
-    session = _Session(
+    session = Session(
         reader=reader,
         lc_reader=lc_reader,
         config=cfg,

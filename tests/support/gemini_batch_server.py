@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support._batch_common import complete, serve_api
+from tests.support._batch_common import BatchCall, BatchServer
 from tests.support._loopback import _Handler, serve_main
 from tests.support.gemini_server import ScriptedGeminiServer
 
@@ -48,36 +46,23 @@ def _stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class GeminiBatchServer(ScriptedGeminiServer):
-    """Gemini batch-mode double (see the module docstring).
+class GeminiBatchServer(BatchServer, ScriptedGeminiServer):
+    """Gemini batch-mode double (see the module docstring; the bookkeeping shared with the
+    OpenAI double is :class:`~tests.support._batch_common.BatchServer`'s).
 
     Attributes:
         jobs: ``{job id: operation}``.
-        created: Job ids in creation order (duplicate submissions show here).
-        batch_bodies: Every request answered inside a job.
+        job_requests: ``{job id: its inlined requests, each with the job's ``model``}``.
     """
 
     def __init__(self, *args: Any, polls_per_state: int = 1, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.polls_per_state = polls_per_state
+        super().__init__(*args, polls_per_state=polls_per_state, **kwargs)
         self.jobs: dict[str, dict[str, Any]] = {}
-        self.created: list[str] = []
-        self.batch_bodies: list[dict[str, Any]] = []
-        self.expire_next = 0
-        self.expire_keep = 0
-        self.fail_next = 0
-        self.on_create: Callable[[dict[str, Any]], None] | None = None
-        self._requests: dict[str, list[dict[str, Any]]] = {}
-        self._fate: dict[str, str] = {}
-        self._polls: dict[str, int] = {}
-        self._batch_lock = threading.RLock()
 
-    def _dispatch(self, handler: _Handler, method: str) -> None:
-        path = urlsplit(handler.path).path.rstrip("/")
+    def batch_call(self, handler: _Handler, method: str, path: str) -> BatchCall | None:
         create, other = _CREATE_RE.match(path), _BATCH_RE.match(path)
         if not (create or other):
-            super()._dispatch(handler, method)
-            return
+            return None
 
         def call(raw: bytes) -> tuple[int, Any]:
             if create and method == "POST":
@@ -90,17 +75,12 @@ class GeminiBatchServer(ScriptedGeminiServer):
                 return 200, self._list(parse_qs(urlsplit(handler.path).query))
             return 404, self.error_body(404, f"no route {method} {path}")
 
-        serve_api(self, handler, self._batch_lock, call)
+        return call
 
     def _create(self, model: str, body: dict[str, Any]) -> dict[str, Any]:
         batch = body.get("batch") or {}
         requests = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests") or []
         job_id = uuid.uuid4().hex[:16]
-        fate = "complete"
-        if self.fail_next > 0:
-            self.fail_next, fate = self.fail_next - 1, "fail"
-        elif self.expire_next > 0:
-            self.expire_next, fate = self.expire_next - 1, "expire"
         op = {
             "name": f"batches/{job_id}",
             "metadata": {
@@ -115,11 +95,7 @@ class GeminiBatchServer(ScriptedGeminiServer):
             },
         }
         self.jobs[job_id] = op
-        self._requests[job_id] = [dict(r, model=model) for r in requests]
-        self._fate[job_id] = fate
-        self.created.append(job_id)
-        if self.on_create is not None:
-            self.on_create(op)
+        self.record_job(job_id, [dict(r, model=model) for r in requests], op)
         return op
 
     def _list(self, query: dict[str, list[str]]) -> dict[str, Any]:
@@ -143,12 +119,9 @@ class GeminiBatchServer(ScriptedGeminiServer):
         meta = op["metadata"]
         if meta["state"] in _TERMINAL:
             return op
-        seen = self._polls.get(job_id, 0) + 1
-        self._polls[job_id] = seen
-        if seen < self.polls_per_state:
+        if not self.poll_due(job_id):
             return op
-        self._polls[job_id] = 0
-        fate = self._fate[job_id]
+        fate = self.fate(job_id)
         if meta["state"] == "BATCH_STATE_PENDING":
             if fate == "fail":
                 self._finish(job_id, "BATCH_STATE_FAILED", keep=0)
@@ -165,20 +138,19 @@ class GeminiBatchServer(ScriptedGeminiServer):
 
     def _response(self, entry: dict[str, Any]) -> dict[str, Any]:
         body = dict(entry.get("request") or {})
-        self.batch_bodies.append(body)
-        reply, done = complete(self, body, entry["model"])
+        done, status = self.answer(body, entry["model"])
         out: dict[str, Any] = {"metadata": entry.get("metadata") or {}}
-        if reply.kind in ("error", "malformed", "hang"):
-            status = reply.status if reply.kind == "error" else 500
-            out["error"] = {"code": status, "message": reply.text or f"scripted error {status}"}
+        if status is not None:
+            message = done.reply.text or f"scripted error {status}"
+            out["error"] = {"code": status, "message": message}
         else:
             out["response"] = self.completion_body(done)
         return out
 
     def _finish(self, job_id: str, state: str, *, keep: int | None) -> None:
         op = self.jobs[job_id]
-        entries = self._requests[job_id]
-        ran = entries if keep is None else entries[:keep]
+        entries = self.job_requests[job_id]
+        ran, _ = self.split_run(job_id, keep)
         responses = [self._response(e) for e in ran]
         meta = op["metadata"]
         meta["state"] = state

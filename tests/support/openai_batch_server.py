@@ -22,16 +22,14 @@ Run standalone: ``python -m tests.support.openai_batch_server --script rules.jso
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections.abc import Callable
 from email import policy
 from email.parser import BytesParser
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.support._batch_common import complete, serve_api
+from tests.support._batch_common import BatchCall, BatchServer
 from tests.support._loopback import _Handler, serve_main
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -53,41 +51,27 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
     return out
 
 
-class OpenAIBatchServer(ScriptedOpenAIServer):
-    """OpenAI Files + Batches API double (see the module docstring).
+class OpenAIBatchServer(BatchServer, ScriptedOpenAIServer):
+    """OpenAI Files + Batches API double (see the module docstring; the bookkeeping shared with
+    the Gemini double is :class:`~tests.support._batch_common.BatchServer`'s).
 
     Attributes:
         files: ``{file_id: {"object": ..., "data": bytes}}``.
         batches: ``{batch_id: batch object}``.
-        created: Ids of every batch created, in order (duplicate submissions show here).
-        batch_bodies: Every request body answered inside a batch.
+        job_requests: ``{batch_id: the input file's lines}``.
     """
 
     def __init__(self, *args: Any, polls_per_state: int = 1, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.polls_per_state = polls_per_state
+        super().__init__(*args, polls_per_state=polls_per_state, **kwargs)
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
-        self.created: list[str] = []
-        self.batch_bodies: list[dict[str, Any]] = []
-        self.expire_next = 0
-        self.expire_keep = 0
-        self.fail_next = 0
-        self.on_create: Callable[[dict[str, Any]], None] | None = None
-        self._polls: dict[str, int] = {}
-        self._state: dict[str, dict[str, Any]] = {}
-        self._batch_lock = threading.RLock()
 
     # -- routing ---------------------------------------------------------------------------------
-    def _dispatch(self, handler: _Handler, method: str) -> None:
-        path = urlsplit(handler.path).path.rstrip("/")
+    def batch_call(self, handler: _Handler, method: str, path: str) -> BatchCall | None:
         if not (path.startswith("/v1/files") or path.startswith("/v1/batches")):
-            super()._dispatch(handler, method)
-            return
+            return None
         parts = path.split("/")[2:]  # ["files", id, "content"] / ["batches", id, "cancel"]
-        serve_api(
-            self, handler, self._batch_lock, lambda raw: self._api(handler, method, parts, raw)
-        )
+        return lambda raw: self._api(handler, method, parts, raw)
 
     def _api(self, handler: _Handler, method: str, parts: list[str], raw: bytes) -> tuple[int, Any]:
         kind, rest = parts[0], parts[1:]
@@ -140,13 +124,6 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
         ]
         batch_id = f"batch_{uuid.uuid4().hex[:24]}"
         now = int(time.time())
-        fate = "complete"
-        if self.fail_next > 0:
-            self.fail_next -= 1
-            fate = "fail"
-        elif self.expire_next > 0:
-            self.expire_next -= 1
-            fate = "expire"
         batch = {
             "id": batch_id,
             "object": "batch",
@@ -163,10 +140,7 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
             "metadata": body.get("metadata") or {},
         }
         self.batches[batch_id] = batch
-        self._state[batch_id] = {"lines": lines, "fate": fate}
-        self.created.append(batch_id)
-        if self.on_create is not None:
-            self.on_create(batch)
+        self.record_job(batch_id, lines, batch)
         return 200, batch
 
     def _list(self, query: dict[str, list[str]]) -> dict[str, Any]:
@@ -190,21 +164,18 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
         status = batch["status"]
         if status in ("completed", "failed", "expired", "cancelled"):
             return batch
-        seen = self._polls.get(batch_id, 0) + 1
-        self._polls[batch_id] = seen
-        if seen < self.polls_per_state:
+        if not self.poll_due(batch_id):
             return batch
-        self._polls[batch_id] = 0
         now = int(time.time())
         if status == "cancelling":
             self._finish(batch, "cancelled", keep=0, code="batch_cancelled")
-        elif status == "validating" and self._state[batch_id]["fate"] == "fail":
+        elif status == "validating" and self.fate(batch_id) == "fail":
             batch["status"], batch["failed_at"] = "failed", now
             batch["errors"] = {
                 "object": "list",
                 "data": [{"code": "server_error", "message": "scripted failure", "line": None}],
             }
-        elif status == "in_progress" and self._state[batch_id]["fate"] == "expire":
+        elif status == "in_progress" and self.fate(batch_id) == "expire":
             self._finish(batch, "expired", keep=self.expire_keep, code="batch_expired")
         elif status == "in_progress":
             batch["status"], batch["finalizing_at"] = "finalizing", now
@@ -224,15 +195,13 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
     def _answer(self, line: dict[str, Any]) -> dict[str, Any]:
         """The output-or-error line of one request (same replies as online)."""
         body = line["body"]
-        self.batch_bodies.append(body)
-        reply, done = complete(self, body, str(body.get("model")))
+        done, status = self.answer(body, str(body.get("model")))
         rid = f"req_{uuid.uuid4().hex[:16]}"
-        if reply.kind in ("error", "malformed", "hang"):
-            status = reply.status if reply.kind == "error" else 500
+        if status is not None:
             response = {
                 "status_code": status,
                 "request_id": rid,
-                "body": self.error_body(status, reply.text),
+                "body": self.error_body(status, done.reply.text),
             }
         else:
             response = {"status_code": 200, "request_id": rid, "body": self.completion_body(done)}
@@ -244,13 +213,13 @@ class OpenAIBatchServer(ScriptedOpenAIServer):
         }
 
     def _finish(self, batch: dict[str, Any], status: str, *, keep: int | None, code: str) -> None:
-        lines = self._state[batch["id"]]["lines"]
-        ran = lines if keep is None else lines[:keep]
+        lines = self.job_requests[batch["id"]]
+        ran, not_run = self.split_run(batch["id"], keep)
         outputs, errors = [], []
         for line in ran:
             answer = self._answer(line)
             (outputs if answer["response"]["status_code"] == 200 else errors).append(answer)
-        for line in lines[len(ran) :]:
+        for line in not_run:
             errors.append(
                 {
                     "id": f"batch_req_{uuid.uuid4().hex[:16]}",

@@ -34,7 +34,7 @@ def _route(srv: Any) -> SelfRoute:
 
 
 def _input_ids(srv: OpenAIBatchServer, batch_id: str) -> list[str]:
-    return [line["custom_id"] for line in srv._state[batch_id]["lines"]]
+    return [line["custom_id"] for line in srv.job_requests[batch_id]]
 
 
 def test_expired_batch_retries_only_the_requests_it_did_not_run(
@@ -97,7 +97,7 @@ def test_gemini_expired_job_is_retried(tmp_path: Any) -> None:
         retried = [  # one job per model: the lost RAG requests go in the next flash job
             r["metadata"]["key"]
             for job in srv.created[1:]
-            for r in srv._requests[job]
+            for r in srv.job_requests[job]
             if r["model"] == "gemini-2.5-flash"
         ]
         assert retried == [f"q{n}#0" for n in range(4, 10)]

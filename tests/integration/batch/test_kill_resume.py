@@ -87,7 +87,7 @@ def test_sigkill_then_rerun_resumes_openai(
         code, err = _finish(_start(srv, tmp_path, "openai", None))
         assert code == 0, err
         assert len(srv.created) == 2, srv.created  # nothing submitted twice
-        ids = [line["custom_id"] for b in srv.created for line in srv._state[b]["lines"]]
+        ids = [line["custom_id"] for b in srv.created for line in srv.job_requests[b]]
         assert len(ids) == len(set(ids))  # no request in two batches
         assert len(srv.batch_bodies) == len(ids)  # every request answered exactly once
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
@@ -128,7 +128,7 @@ def test_sigkill_mid_poll_gemini(tmp_path: Path) -> None:
         code, err = _finish(_start(srv, tmp_path, "gemini", None))
         assert code == 0, err
         assert len(srv.created) == 2
-        keys = [r["metadata"]["key"] for j in srv.created for r in srv._requests[j]]
+        keys = [r["metadata"]["key"] for j in srv.created for r in srv.job_requests[j]]
         assert len(keys) == len(set(keys)) == len(srv.batch_bodies)
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(rows) == COUNT and all(r["result"] is not None for r in rows)

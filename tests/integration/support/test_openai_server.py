@@ -187,7 +187,14 @@ def test_responder_exception_is_a_500_and_recorded(openai_server):
 
 
 async def test_serves_32_concurrent_requests_in_parallel():
-    with ScriptedOpenAIServer(lambda body: "ok", latency_s=0.3) as server:
+    # every request waits until all 32 are in the server: served one at a time, it times out
+    barrier = threading.Barrier(32, timeout=60)
+
+    def respond(body: object) -> str:
+        barrier.wait()
+        return "ok"
+
+    with ScriptedOpenAIServer(respond) as server:
         llm = chat_openai(server)
         results = await asyncio.gather(*(llm.ainvoke(f"q{i}") for i in range(32)))
     assert [r.content for r in results] == ["ok"] * 32

@@ -136,3 +136,26 @@ def test_oracle_reader_routes_through_the_core() -> None:
     declined = OracleHandler(index.search, doc, ["Rome"])
     result = sr.run_flow(sr.self_route_flow("What is the capital?"), declined)
     assert result.route is sr.Route.LONG_CONTEXT and declined.lc_saw_answer is False
+
+
+def test_merge_replaces_only_the_sections_run(tmp_path: Path) -> None:
+    page = tmp_path / "benchmarks.md"
+    old = [BenchResult("5", "Five", rows=[Row("m5", "a", "b", "c", "", None)]),
+           BenchResult("10", "Ten", rows=[Row("old10", "a", "b", "c", "", None)])]  # fmt: skip
+    run_all.write_docs(run_all.render(old, quick=False, seconds=3.0), page)
+    before = page.read_text(encoding="utf-8")
+    new = [BenchResult("10", "Ten", rows=[Row("new10", "a", "b", "c", "< 1 s", True)]),
+           BenchResult("11", "Eleven", rows=[Row("m11", "a", "b", "c", "", None)])]  # fmt: skip
+    run_all.merge_sections(new, page)
+    text = page.read_text(encoding="utf-8")
+    assert text.count(run_all.START) == 1 and text.count(run_all.END) == 1
+    assert "Run: full, 3 s total" in text  # the header of the last full run stays
+    assert "| m5 |" in text and "old10" not in text and "| new10 |" in text
+    assert (
+        text.index("### 5.")
+        < text.index("### 10.")
+        < text.index("### 11.")
+        < text.index(run_all.END)
+    )
+    assert "_Run alone (`python -m benchmarks --only 10 --merge`): date: " in text
+    assert before.split("### 5.")[1].split("### 10.")[0] in text  # section 5 untouched

@@ -227,6 +227,27 @@ def test_every_core_setting_is_a_selfroute_field() -> None:
         assert got == value or getattr(got, "value", None) == value, name
 
 
+def test_every_core_setting_reaches_the_route_config() -> None:
+    """``ROUTE_CONFIG_SETTINGS`` plus the four resolved first are exactly RouteConfig's fields,
+    and each passed-through setting arrives as given."""
+    from langchain_selfroute._runnable import ROUTE_CONFIG_SETTINGS
+
+    resolved = {"k", "prompts", "long_context_window", "long_context_model"}
+    names = {f.name for f in dataclasses.fields(sr.RouteConfig)}
+    assert set(ROUTE_CONFIG_SETTINGS) | resolved == names
+    assert not set(ROUTE_CONFIG_SETTINGS) & resolved
+    route = SelfRoute(
+        retriever=ListRetriever(),
+        llm=ScriptedChatModel(),
+        deadline_s=9.0,
+        k_ladder=(8,),
+        grounded=True,
+        speculate_below=0.25,
+    )
+    assert route.config.deadline_s == 9.0 and route.config.k_ladder == (8,)
+    assert route.config.grounded is True and route.config.speculate_below == 0.25
+
+
 def test_sentinel_and_prompts_settings() -> None:
     model = ScriptedChatModel(rag_output="NOANSWER")
     route = declining_route(model, sentinel="NOANSWER")

@@ -29,6 +29,44 @@ def test_build_result_prices_the_steps_and_always_lc() -> None:
     assert unknown.long_context_cost is None and unknown.long_context_tokens is None
 
 
+def test_models_without_a_price_are_named_and_warned_about_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfroute._flow import _finish
+
+    monkeypatch.setattr(_finish, "_warned", set())
+    prices = sr.PriceTable({"m": (1.0, 2.0)})
+    st = retrieved(state(prices=prices, long_context_model="big-lc"), passages(2))
+    rag = record_step(sr.Stage.RAG, gen("A.", sr.Usage.of(1000, 10)), "p", st.counter, None)
+    local = record_step(
+        sr.Stage.RAG, sr.Generation("B.", sr.Usage.of(900, 5), model="qwen-local"), "p",
+        st.counter, None,
+    )  # fmt: skip
+    st = st.with_step(rag, rag_answer="A.").with_step(local, rag_answer="B.")
+    outcome = Outcome("B.", sr.Route.RAG, sr.Reason.ANSWERED, Priced(5000, "x"))
+    with pytest.warns(UserWarning) as caught:
+        result = build_result(st, outcome)
+    assert result.unpriced_models == ("qwen-local", "big-lc")  # a step's, then always-LC's
+    assert result.cost == prices.cost("m", sr.Usage.of(1000, 10))  # the priced step only
+    assert result.long_context_cost is None
+    messages = sorted(str(w.message) for w in caught)
+    assert len(messages) == 2 and all("PriceTable has m)" in m for m in messages)
+    assert "no price for model 'big-lc'" in messages[0]
+    assert "no price for model 'qwen-local'" in messages[1]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same models again: no second warning
+        assert build_result(st, outcome).unpriced_models == ("qwen-local", "big-lc")
+    priced = build_result(
+        retrieved(state(prices=sr.PriceTable({"m": (1.0, 2.0)}), long_context_model="m"),
+                  passages(1)).with_step(rag, rag_answer="A."),
+        Outcome("A.", sr.Route.RAG, sr.Reason.ANSWERED, Priced(5000, "x")),
+    )  # fmt: skip
+    assert priced.unpriced_models == () and priced.long_context_cost is not None
+    assert build_result(state(), outcome).unpriced_models == ()  # no price table: nothing to say
+
+
 def test_only_the_result_builder_constructs_route_results() -> None:
     package = pathlib.Path(_core.__file__).parent
     builders = []
