@@ -1,4 +1,4 @@
-"""8. Scale: a folder of small files, cost per chunk, retrieval at 10^4-10^5 chunks.
+"""8. Scale: a folder of small files, cost per chunk, retrieval at 10^4-10^6 chunks.
 
 What runs, each (implementation, size) in a fresh subprocess (time, peak RSS of that process):
 
@@ -19,6 +19,9 @@ What runs, each (implementation, size) in a fresh subprocess (time, peak RSS of 
 Tiers: ``--quick`` is tiny; the default is a small tier (minutes); ``SELFROUTE_BENCH_SCALE=full``
 runs the issue's sizes (50,000 files; 10^4 versus 10^5 chunks). The corpus is real text (LaRA
 novellas and papers, SQuAD articles; the vendored fixtures when ``../shared/data`` is absent).
+``SELFROUTE_BENCH_SCALE_PARTS`` (comma-separated ``folder``, ``small``, ``retrieval``, ``server``,
+``large``; default all) runs some of the parts, e.g. ``folder,small`` for the indexing rows; the
+small-file linear rows also time LangChain at both sizes (its own growth, for comparison).
 """
 
 from __future__ import annotations
@@ -58,8 +61,10 @@ __all__ = [
     "tier",
 ]
 
-KEY, TITLE = "8", "Scale: small-file folders, cost per chunk, retrieval at 10^4-10^5 chunks"
+KEY, TITLE = "8", "Scale: small-file folders, cost per chunk, retrieval at 10^4-10^6 chunks"
 ENV = "SELFROUTE_BENCH_SCALE"
+PARTS_ENV = "SELFROUTE_BENCH_SCALE_PARTS"
+PARTS = ("folder", "small", "retrieval", "server", "large")
 #: tier -> (small-file folder, (linear small, linear large) chunks, retrieval queries)
 TIERS: dict[str, tuple[int, tuple[int, int], int]] = {
     "quick": (200, (100, 400), 10),
@@ -80,6 +85,17 @@ def tier(ctx: BenchContext) -> str:
     if name not in TIERS:
         raise ValueError(f"{ENV}={name!r}: choose one of {', '.join(TIERS)}")
     return name
+
+
+def parts() -> set[str]:
+    """The parts to run: ``$SELFROUTE_BENCH_SCALE_PARTS`` if set, else all of them."""
+    chosen = {p.strip() for p in (os.environ.get(PARTS_ENV) or ",".join(PARTS)).split(",")}
+    unknown = sorted(chosen - set(PARTS) - {""})
+    if unknown:
+        raise ValueError(f"{PARTS_ENV}: unknown part(s) {unknown}; choose from {', '.join(PARTS)}")
+    if chosen & {"retrieval", "server"}:
+        chosen.add("small")  # retrieval runs on the largest small-file store
+    return chosen - {""}
 
 
 def _words(data: Path) -> list[str]:
@@ -302,19 +318,25 @@ def _folder_rows(result: BenchResult, n: int, ours: dict[str, Any], base: dict[s
 
 
 def _linear_rows(
-    result: BenchResult, kind: str, small: dict[str, Any], big: dict[str, Any]
+    result: BenchResult,
+    kind: str,
+    small: dict[str, Any],
+    big: dict[str, Any],
+    impl: str = "selfroute",
 ) -> None:
     per_small = small["seconds"] / max(small["chunks"], 1)
     per_big = big["seconds"] / max(big["chunks"], 1)
     growth = per_big / per_small
+    ours = impl == "selfroute"
     result.rows.append(
         Row(
-            f"{kind}: time per chunk, {big['chunks']:,} vs {small['chunks']:,} chunks",
+            f"{kind}: time per chunk, {big['chunks']:,} vs {small['chunks']:,} chunks"
+            + ("" if ours else f" ({impl}, for comparison)"),
             f"{per_small * 1000:.3f} ms",
             f"{per_big * 1000:.3f} ms",
             f"{growth:.2f}",
-            "<= 1.5",
-            growth <= 1.5,
+            "<= 1.5" if ours else "",
+            growth <= 1.5 if ours else None,
         )
     )
 
@@ -355,14 +377,21 @@ def _linear(
     make: Callable[[Path, int, Path], Path],
     sizes: tuple[int, int],
     record: Callable[[str, dict[str, Any]], None],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    runs = []
+    baseline: bool = False,
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``[(ours small, ours big)]``, then LangChain's pair if ``baseline`` (each size timed
+    with its baseline right after it, so the pairs see the same load)."""
+    runs: list[list[dict[str, Any]]] = [[], []]
     for size in sizes:
         corpus = make(root / f"{kind}-{size}", size, ctx.data)
+        if baseline:
+            m = _spawn("langchain", corpus, root / f"lc-{kind}-{size}")
+            record(f"{kind}, {size:,} chunks", m)
+            runs[1].append(m)
         m = _spawn("ours", corpus, root / f"store-{kind}-{size}")
         record(f"{kind}, {size:,} chunks", m)
-        runs.append(m)
-    return runs[0], runs[1]
+        runs[0].append(m)
+    return [(pair[0], pair[1]) for pair in runs if pair]
 
 
 def run(ctx: BenchContext) -> BenchResult:
@@ -386,47 +415,64 @@ def run(ctx: BenchContext) -> BenchResult:
         )
         ctx.log(f"  [8] {label} {m['impl']}: {m['seconds']:.1f} s, {_rate(m):,.0f} words/s")
 
+    chosen = parts()
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="selfroute-scale-") as tmp:
         root = Path(tmp)
-        folder = small_files(root / "folder", folder_n, ctx.data)
-        base = _spawn("langchain", folder, root / "lc-store")
-        ours = _spawn("ours", folder, root / "store-folder", 10)
-        record(f"{folder_n:,} small files", base)
-        record(f"{folder_n:,} small files", ours)
-        _folder_rows(result, folder_n, ours, base)
-        small = _linear(ctx, root, "small files", small_files, (lin_small, lin_big), record)
-        _linear_rows(result, "small files", *small)
+        if "folder" in chosen:
+            folder = small_files(root / "folder", folder_n, ctx.data)
+            base = _spawn("langchain", folder, root / "lc-store")
+            ours = _spawn("ours", folder, root / "store-folder", 10)
+            record(f"{folder_n:,} small files", base)
+            record(f"{folder_n:,} small files", ours)
+            _folder_rows(result, folder_n, ours, base)
+        if "small" in chosen:
+            pairs = _linear(
+                ctx, root, "small files", small_files, (lin_small, lin_big), record, True
+            )
+            _linear_rows(result, "small files", *pairs[0])
+            _linear_rows(result, "small files", *pairs[1], impl="LangChain")
         biggest = root / f"store-small files-{lin_big}"
-        r = _spawn("retrieval", biggest, queries, ctx.data)
-        _retrieval_rows(result, r, "embedded store")
-        ctx.log(f"  [8] retrieval at {r['chunks']:,} chunks: {r['p50']} {r['p95']}")
-        srv = _spawn("server", biggest, queries, ctx.data)
-        _retrieval_rows(result, srv, "chroma run server")
-        ctx.log(f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']} {srv['p95']}")
-        bulk = server_chunks(name)
-        if bulk:
-            big = bulk_on_server(bulk, queries, str(ctx.data))
-            _retrieval_rows(result, big, "chroma run server, bulk-built")
-            result.notes.append(_bulk_note(big))
-        large = _linear(ctx, root, "large files", large_files, (lin_small, lin_big), record)
-        _linear_rows(result, "large files", *large)
+        if "retrieval" in chosen:
+            r = _spawn("retrieval", biggest, queries, ctx.data)
+            _retrieval_rows(result, r, "embedded store")
+            ctx.log(f"  [8] retrieval at {r['chunks']:,} chunks: {r['p50']} {r['p95']}")
+            notes.append(
+                f"Retrieval: {queries} questions (8-word windows of the corpus), k = 5, after one "
+                f"warm-up question per mode, peak RSS {r['peak_mb']:.0f} MB for the retrieval "
+                "process with all three retrievers and the BM25 index loaded."
+            )
+        if "server" in chosen:
+            srv = _spawn("server", biggest, queries, ctx.data)
+            _retrieval_rows(result, srv, "chroma run server")
+            ctx.log(
+                f"  [8] server retrieval at {srv['chunks']:,} chunks: {srv['p50']} {srv['p95']}"
+            )
+            notes.append(
+                f"The server rows: `chroma run` on this machine (loopback HTTP), the store copied "
+                f"there with `selfroute migrate` ({srv['migrated_chunks']:,} chunks in "
+                f"{srv['migrate_seconds']:.1f} s, BM25 index {srv['bm25']}); peak RSS of the "
+                f"client process {srv['peak_mb']:.0f} MB, of the server "
+                f"{srv['server_peak_mb']:.0f} MB."
+            )
+            bulk = server_chunks(name)
+            if bulk:
+                big = bulk_on_server(bulk, queries, str(ctx.data))
+                _retrieval_rows(result, big, "chroma run server, bulk-built")
+                notes.append(_bulk_note(big))
+        if "large" in chosen:
+            large = _linear(ctx, root, "large files", large_files, (lin_small, lin_big), record)
+            _linear_rows(result, "large files", *large[0])
     result.details.append(
         markdown_table(
             ["corpus", "implementation", "files", "chunks", "seconds", "words/s", "peak RSS MB"],
             measured,
         )
     )
+    result.notes.extend(notes)
     result.notes.append(
-        f"The server rows: `chroma run` on this machine (loopback HTTP), the store copied there "
-        f"with `selfroute migrate` ({srv['migrated_chunks']:,} chunks in "
-        f"{srv['migrate_seconds']:.1f} s, BM25 index {srv['bm25']}); peak RSS of the client "
-        f"process {srv['peak_mb']:.0f} MB, of the server {srv['server_peak_mb']:.0f} MB."
-    )
-    result.notes.append(
-        f"Tier `{name}` ({ENV}=quick|small|full). Each measurement is a fresh subprocess; "
-        f"retrieval: {queries} questions (8-word windows of the corpus), k = 5, after one warm-up "
-        f"question per mode, peak RSS {r['peak_mb']:.0f} MB for the retrieval process with all "
-        "three retrievers and the BM25 index loaded. Timings are wall-clock on a shared machine: "
+        f"Tier `{name}` ({ENV}=quick|small|full; parts {', '.join(p for p in PARTS if p in chosen)})."
+        " Each measurement is a fresh subprocess. Timings are wall-clock on a shared machine: "
         "compare ratios within the run."
     )
     return result

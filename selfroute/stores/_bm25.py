@@ -25,7 +25,7 @@ from typing import Any
 
 from selfroute._errors import MissingDependencyError
 
-__all__ = ["BM25Index", "fingerprint"]
+__all__ = ["BM25Index", "TokenRows", "fingerprint"]
 
 _IDS_FILE = "selfroute-ids.json"
 _TOKENS_FILE = "selfroute-tokens.npz"
@@ -109,6 +109,55 @@ def _model(flat: Any, offsets: Any, vocab: dict[str, int]) -> Any:
     return model
 
 
+class TokenRows:
+    """Chunk texts tokenized batch by batch as an ``index`` run writes them, so the run's BM25
+    index is built without tokenizing (or reading back) every chunk at the end. Tokenizing in
+    batches with one tokenizer gives the token ids one call over all the texts would."""
+
+    def __init__(self) -> None:
+        _bm25s()
+        self.tokenizer = _tokenizer()
+        self._ids: list[str] = []
+        self._parts: list[tuple[Any, Any]] = []  # (flat token ids, row lengths) per batch
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Tokenize ``texts`` (the rows of chunks ``ids``)."""
+        import numpy as np
+
+        if len(ids) != len(texts):
+            raise ValueError("ids and texts must have the same length")
+        if not texts:
+            return
+        rows = self.tokenizer.tokenize(
+            list(texts), update_vocab=True, return_as="ids", show_progress=False
+        )
+        flat, offsets = _flatten(rows)
+        self._parts.append((flat, np.diff(offsets)))
+        self._ids.extend(ids)
+
+    def index(self, keep: Callable[[str], bool], fingerprint: str) -> BM25Index:
+        """The index of the rows whose chunk id passes ``keep``."""
+        import numpy as np
+
+        if not self._parts:
+            return BM25Index([], None, self.tokenizer, fingerprint)
+        flat = np.concatenate([f for f, _ in self._parts])
+        lengths = np.concatenate([n for _, n in self._parts])
+        mask = np.fromiter((keep(i) for i in self._ids), dtype=bool, count=len(self._ids))
+        ids = [i for i, m in zip(self._ids, mask.tolist(), strict=True) if m]
+        if not ids:
+            return BM25Index([], None, self.tokenizer, fingerprint)
+        kept_flat = flat[np.repeat(mask, lengths)].astype(np.int32)
+        kept_lengths = lengths[mask]
+        offsets = np.zeros(len(kept_lengths) + 1, dtype=np.int64)
+        np.cumsum(kept_lengths, out=offsets[1:])
+        model = _model(kept_flat, offsets, self.tokenizer.word_to_id)
+        return BM25Index(ids, model, self.tokenizer, fingerprint, (kept_flat, offsets))
+
+
 class BM25Index:
     """Okapi BM25 over chunks (``bm25s``), mapping rows back to chunk ids.
 
@@ -182,8 +231,10 @@ class BM25Index:
         lengths = np.diff(offsets)
         kept_flat = flat[np.repeat(mask, lengths)]
         kept_lengths = lengths[mask]
-        new_rows = (
-            self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False)
+        new_rows = (  # words the saved vocabulary lacks are added (not dropped as unknown)
+            self._tokenizer.tokenize(
+                list(texts), update_vocab=True, return_as="ids", show_progress=False
+            )
             if texts
             else []
         )

@@ -53,7 +53,8 @@ DOCUMENTS_SUFFIX = "__documents"
 #: Seconds to wait for another process's lock on the store's database (then a clear error).
 LOCK_TIMEOUT_S = 15.0
 
-_SCHEMA = 1
+#: 2: document records keep their fields as one JSON metadata value (``_records``).
+_SCHEMA = 2
 _META_SCHEMA = "selfroute:schema"
 _META_EMBEDDING = "selfroute:embedding"
 _META_EMBEDDING_URL = "selfroute:embedding_base_url"
@@ -112,23 +113,38 @@ def _unmark_after(conn: StoreConnection, failed: bool) -> None:
         conn.writer_marks().unmark_writer()
 
 
+#: HNSW settings of the documents collection, which is read by id and never searched by vector
+#: (its records carry a constant one-dimensional embedding): the cheapest graph Chroma builds.
+_RECORDS_HNSW = {"ef_construction": 4, "max_neighbors": 4, "ef_search": 4}
+
+
 def _get_or_create(
-    client: Any, name: str, *, embedding_function: Any, metadata: dict[str, Any]
+    client: Any,
+    name: str,
+    *,
+    embedding_function: Any,
+    metadata: dict[str, Any],
+    hnsw: dict[str, int] | None = None,
 ) -> Any:
     """A cosine collection without Chroma's full-text index of the documents.
 
     selfroute searches text with its own BM25 index, so Chroma's trigram index (built on every
     write, about a sixth of the write time) is left out where the Chroma version allows it.
+    ``hnsw`` sets the vector index of a new collection (an existing one keeps its own).
     """
     try:
-        from chromadb import FtsIndexConfig, Schema, VectorIndexConfig
+        from chromadb import FtsIndexConfig, HnswIndexConfig, Schema, VectorIndexConfig
     except ImportError:  # pragma: no cover - Chroma before schemas
         schema = None
     else:
         schema = Schema()
         schema.delete_index(config=FtsIndexConfig(), key="#document")
         schema.create_index(
-            config=VectorIndexConfig(space="cosine", embedding_function=embedding_function)
+            config=VectorIndexConfig(
+                space="cosine",
+                embedding_function=embedding_function,
+                hnsw=HnswIndexConfig(**hnsw) if hnsw else None,
+            )
         )
     if schema is not None:
         try:
@@ -140,7 +156,7 @@ def _get_or_create(
         name,
         embedding_function=embedding_function,
         metadata=metadata,
-        configuration={"hnsw": {"space": "cosine"}},
+        configuration={"hnsw": {"space": "cosine", **(hnsw or {})}},
     )
 
 
@@ -359,6 +375,7 @@ class StoreConnection:
                 docs_name,
                 embedding_function=None,
                 metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": name},
+                hnsw=_RECORDS_HNSW,
             )
         self._check_recorded(dict(chunks.metadata or {}))
         self._chunks, self._documents = chunks, documents

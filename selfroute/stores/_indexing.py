@@ -14,6 +14,10 @@ up to ``_MAX_BATCH_DOCS`` (bounded by chunks and bytes), so the first documents 
 and a broken embedding fails -- at once. The ids of a batch are written to the
 :class:`~selfroute.stores._journal.Journal` before its chunks, so a rerun deletes what a killed run
 left (chunks of documents that are still not committed) without scanning the collection.
+
+A planned batch is written by a :class:`~selfroute.stores._writes.BatchWriter` thread while the
+next batch is read, chunked and embedded; the writer keeps the serial order of the writes (one
+batch in flight), so the protocol above holds as written.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._chunking import Chunk, chunk_text
+from selfroute.stores._bm25 import TokenRows
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
 from selfroute.stores._embedding import embed_documents
@@ -41,8 +46,10 @@ from selfroute.stores._records import (
     StoreReader,
     file_entry,
     files_of,
+    pack_record,
     with_files,
 )
+from selfroute.stores._writes import BatchWriter, PlannedWrite, of_docs
 
 __all__ = ["IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
 
@@ -157,11 +164,6 @@ def _record_text(doc: LoadedDocument, pieces: Sequence[Chunk]) -> str:
     return doc.text
 
 
-def _of_docs(doc_ids: Sequence[str]) -> dict[str, Any]:
-    """The ``where`` filter of the chunks of ``doc_ids``."""
-    return {"doc_id": {"$in": list(doc_ids)}}
-
-
 @dataclass
 class _Batch:
     """Documents planned for one write, and the record changes that follow it."""
@@ -195,6 +197,8 @@ class _Run:
                 self.by_path.setdefault(path, set()).add(doc_id)
         self.seen: set[str] = set()
         self.written: dict[str, str] = {}  # chunk id -> text, for the BM25 update
+        # a first run tokenizes its chunks for BM25 while the writer writes them
+        self.tokens: TokenRows | None = None if records else TokenRows()
         self.batch = _Batch()
         self.batch_docs = 1
 
@@ -247,22 +251,26 @@ class Indexer:
             if progress is not None:
                 progress("files", {"total": len(found)})
             run = _Run(self._reader.document_records(), report)
-            for item in found:
-                status = self._plan_file(item.path, run, max_file_bytes)
-                if status != "skipped":
-                    run.seen.add(str(item.path))
-                if run.batch.full(run.batch_docs):
-                    self._flush(run, journal, progress)
-                if progress is not None:
-                    progress("file", {"path": str(item.path), "status": status})
-            self._flush(run, journal, progress)
-            if prune:
-                self._prune(paths, run, journal)
+            with BatchWriter(conn, journal, self._hook) as writer:
+                for item in found:
+                    status = self._plan_file(item.path, run, max_file_bytes)
+                    if status != "skipped":
+                        run.seen.add(str(item.path))
+                    if run.batch.full(run.batch_docs):
+                        self._flush(run, writer, journal, progress)
+                    if progress is not None:
+                        progress("file", {"path": str(item.path), "status": status})
+                self._flush(run, writer, journal, progress)
+                _chunks_progress(progress, writer.wait())
+                if prune:
+                    writer.execute(self._prune(paths, run))
             self._finish(run, journal, prune, progress)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _prune(self, paths: Sequence[str | os.PathLike[str]], run: _Run, journal: Journal) -> None:
+    def _prune(self, paths: Sequence[str | os.PathLike[str]], run: _Run) -> PlannedWrite:
+        """The deletions of documents under ``paths`` whose files the run did not see."""
+        write = PlannedWrite()
         roots = []
         for given in paths:
             root = Path(os.path.abspath(given))
@@ -270,16 +278,14 @@ class Indexer:
                 roots.append(root)
             else:  # missing or unreadable: its files cannot be told apart from deleted ones
                 run.report.not_pruned.append(str(root))
-        gone: list[str] = []
         for path, doc_ids in sorted(run.by_path.items()):
             p = Path(path)
             under = any(p == r or r in p.parents for r in roots)
             if under and path not in run.seen:
                 for doc_id in sorted(doc_ids):
-                    if self._detach(run.records, doc_id, path):
-                        gone.append(doc_id)
+                    _detach(run.records, doc_id, path, write)
                 run.report.removed.append(path)
-        self._delete_documents(gone, journal)
+        return write
 
     def _finish(
         self, run: _Run, journal: Journal, prune: bool, progress: ProgressFn | None
@@ -292,7 +298,7 @@ class Indexer:
         recovered = sorted(set(journal.carried) - set(committed))
         for start in range(0, len(recovered), PAGE):
             page = recovered[start : start + PAGE]
-            orphans = list(chunks_col.get(where=_of_docs(page), include=[]).get("ids") or [])
+            orphans = list(chunks_col.get(where=of_docs(page), include=[]).get("ids") or [])
             self._delete_chunk_ids(orphans)
             report.orphan_chunks_removed += len(orphans)
         if report.changed or prune or not self._lexical.is_saved(committed):
@@ -301,7 +307,7 @@ class Indexer:
                 if progress is not None:
                     progress("bm25", {"chunks": count})
 
-            _, orphans = self._lexical.update(committed, run.written, tokenizing)
+            _, orphans = self._lexical.update(committed, run.written, tokenizing, run.tokens)
             report.bm25_rebuilt = True
             self._delete_chunk_ids(orphans)
             report.orphan_chunks_removed += len(orphans)
@@ -373,102 +379,78 @@ class Indexer:
             files,
         )
 
-    def _flush(self, run: _Run, journal: Journal, progress: ProgressFn | None) -> None:
-        """Write the batch: chunks, then records (the commit), then path changes."""
+    def _flush(
+        self, run: _Run, writer: BatchWriter, journal: Journal, progress: ProgressFn | None
+    ) -> None:
+        """Plan the batch (embed its chunks) and hand it to the writer, which writes chunks,
+        then records (the commit), then path changes."""
         batch = run.batch
         if not batch:
             return
         run.batch = _Batch()
         run.batch_docs = min(run.batch_docs * 8, _MAX_BATCH_DOCS)
-        _, documents = self._conn.open()
+        write = PlannedWrite()
         if batch.new:
-            ids = list(batch.new)
-            journal.begin(ids)
-            self._write_chunks(batch, journal, progress)
-            run.written.update(
-                (c.chunk_id, c.text) for _, pieces in batch.new.values() for c in pieces
-            )
-            for doc, _ in batch.new.values():
-                self._hook("chunks-written", doc.path)
-            documents.upsert(
-                ids=ids,
-                documents=[_record_text(doc, pieces) for doc, pieces in batch.new.values()],
-                metadatas=[run.records[i] for i in ids],
-                embeddings=[[1.0]] * len(ids),
-            )
-            for doc, _ in batch.new.values():
-                self._hook("committed", doc.path)
-        updates = sorted(batch.updates - set(batch.new))
-        if updates:
-            documents.update(ids=updates, metadatas=[run.records[i] for i in updates])
-        gone = [d for d, key in batch.detach if self._detach(run.records, d, key)]
-        self._delete_documents(gone, journal)
+            write.new_ids = list(batch.new)
+            write.paths = [str(doc.path) for doc, _ in batch.new.values()]
+            write.stale = [d for d in batch.new if d in journal.carried]
+            self._plan_chunks(batch, write)
+            run.written.update(zip(write.chunk_ids, write.chunk_texts, strict=True))
+            write.record_texts = [_record_text(doc, pieces) for doc, pieces in batch.new.values()]
+            write.record_metas = [pack_record(run.records[i]) for i in write.new_ids]
+        for doc_id in sorted(batch.updates - set(batch.new)):
+            write.updates[doc_id] = pack_record(run.records[doc_id])
+        for doc_id, key in batch.detach:
+            _detach(run.records, doc_id, key, write)
+        _chunks_progress(progress, writer.submit(write))
+        if run.tokens is not None:  # overlaps the write just started
+            run.tokens.add(write.chunk_ids, write.chunk_texts)
 
-    def _write_chunks(self, batch: _Batch, journal: Journal, progress: ProgressFn | None) -> None:
+    def _plan_chunks(self, batch: _Batch, write: PlannedWrite) -> None:
+        """The chunks of a batch's new documents, embedded (many documents per call)."""
         conn = self._conn
-        chunks_col, _ = conn.open()
-        # content a killed run was writing may have chunks of an older chunker: start clean
-        stale = [d for d in batch.new if d in journal.carried]
-        for start in range(0, len(stale), PAGE):
-            page = stale[start : start + PAGE]
-            chunks_col.delete(where=_of_docs(page))
-        rows = [(doc, c) for doc, pieces in batch.new.values() for c in pieces]
         function = conn.embedding_function()
-        vectors: list[Any] = []
-        for start in range(0, len(rows), _EMBED_BATCH):
-            texts = [c.text for _, c in rows[start : start + _EMBED_BATCH]]
-            vectors.extend(embed_documents(function, conn.embedding, texts))
-        # one upsert per batch: Chroma's cost per call, not per record, is what dominates
-        step = max(1, min(_MAX_BATCH_CHUNKS, conn.max_batch_size()))
-        for start in range(0, len(rows), step):
-            part = rows[start : start + step]
-            chunks_col.upsert(
-                ids=[c.chunk_id for _, c in part],
-                documents=[c.text for _, c in part],
-                embeddings=vectors[start : start + step],
-                metadatas=[
+        for doc, pieces in batch.new.values():
+            source = str(doc.path)
+            for c in pieces:
+                write.chunk_ids.append(c.chunk_id)
+                write.chunk_texts.append(c.text)
+                write.chunk_metas.append(
                     {
                         "doc_id": c.doc_id,
-                        "source": str(doc.path),
+                        "source": source,
                         "title": doc.title,
                         "chunk_index": c.index,
                         "start": c.start,
                         "end": c.end,
                         "words": c.word_count,
                     }
-                    for doc, c in part
-                ],
-            )
-            if progress is not None:
-                progress("chunks", {"count": len(part)})
+                )
+        texts = write.chunk_texts
+        for start in range(0, len(texts), _EMBED_BATCH):
+            part = texts[start : start + _EMBED_BATCH]
+            write.chunk_vectors.extend(embed_documents(function, conn.embedding, part))
 
-    def _delete_documents(self, doc_ids: Sequence[str], journal: Journal) -> None:
-        """Delete documents: records first (un-commit), then their chunks."""
-        if not doc_ids:
-            return
-        chunks_col, documents = self._conn.open()
-        journal.begin(doc_ids)
-        for start in range(0, len(doc_ids), PAGE):
-            page = list(doc_ids[start : start + PAGE])
-            documents.delete(ids=page)  # a crash now leaves only orphans, journaled
-            chunks_col.delete(where=_of_docs(page))
 
-    def _detach(self, records: dict[str, dict[str, Any]], doc_id: str, path: str) -> bool:
-        """Remove ``path`` from a record; drop the record if no path is left.
+def _chunks_progress(progress: ProgressFn | None, count: int) -> None:
+    if progress is not None and count:
+        progress("chunks", {"count": count})
 
-        Returns:
-            Whether the document has no path left (the caller deletes it).
-        """
-        _, documents = self._conn.open()
-        record = records.get(doc_id)
-        if record is None:
-            return False
-        files = files_of(record)
-        files.pop(path, None)
-        if files:
-            record = with_files(record, files)
-            documents.update(ids=[doc_id], metadatas=[record])
-            records[doc_id] = record
-            return False
-        records.pop(doc_id, None)
-        return True
+
+def _detach(
+    records: dict[str, dict[str, Any]], doc_id: str, path: str, write: PlannedWrite
+) -> None:
+    """Remove ``path`` from a record (an update of ``write``); a record left with no path is
+    dropped and its document deleted by ``write``."""
+    record = records.get(doc_id)
+    if record is None:
+        return
+    files = files_of(record)
+    files.pop(path, None)
+    if files:
+        records[doc_id] = record = with_files(record, files)
+        write.updates[doc_id] = pack_record(record)
+        return
+    records.pop(doc_id, None)
+    write.updates.pop(doc_id, None)
+    write.gone.append(doc_id)

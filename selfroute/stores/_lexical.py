@@ -2,8 +2,9 @@
 
 After an ``index`` run, :meth:`LexicalIndex.update` starts from the saved index and changes only
 what changed: rows of removed documents are dropped, the run's new chunks (and any committed
-document the saved index lacks, e.g. after a killed run) are tokenized and added. Only an index
-with no usable predecessor is rebuilt from a scan of every chunk.
+document the saved index lacks, e.g. after a killed run) are tokenized and added. An index with
+no usable predecessor is built from the run's own chunks when they are all the store holds (a
+first run), else rebuilt from a scan of every chunk.
 
 Readers (:meth:`LexicalIndex.current` without ``committed``) trust the one saved index, which
 the indexer writes after every change, instead of listing every committed document per question;
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from selfroute.stores._bm25 import BM25Index, fingerprint
+from selfroute.stores._bm25 import BM25Index, TokenRows, fingerprint
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._records import StoreReader
 
@@ -108,6 +109,7 @@ class LexicalIndex:
         committed: Sequence[str],
         added: Mapping[str, str] | None = None,
         progress: Callable[[int], None] | None = None,
+        tokens: TokenRows | None = None,
     ) -> tuple[BM25Index, list[str]]:
         """Bring the saved index up to ``committed`` after an ``index`` run.
 
@@ -115,12 +117,16 @@ class LexicalIndex:
             committed: Ids of the committed documents.
             added: Texts of the chunks the run wrote, by chunk id.
             progress: Called with the number of chunks being tokenized.
+            tokens: The run's chunks (``added``), already tokenized (a first run).
 
         Returns:
             The index and the ids of orphan chunks seen (only a full rebuild scans for them).
         """
         previous = self._latest()
         if previous is None or not previous.can_update:
+            built = self._from_run(committed, added or {}, progress, tokens)
+            if built is not None:
+                return built, []
             if progress is not None:
                 progress(-1)  # a full rebuild: every chunk is read and tokenized
             return self.rebuild(committed)
@@ -142,6 +148,35 @@ class LexicalIndex:
             index.save(self._conn.bm25_dir)
         self._index = index
         return index, []
+
+    def _from_run(
+        self,
+        committed: Sequence[str],
+        added: Mapping[str, str],
+        progress: Callable[[int], None] | None,
+        tokens: TokenRows | None = None,
+    ) -> BM25Index | None:
+        """The index built from the run's own chunks, when they are every chunk of the store
+        (a first run): no scan reads back what was just written (and ``tokens``, if they hold
+        those chunks, are not tokenized again). ``None`` otherwise."""
+        keep = set(committed)
+        new = {cid: text for cid, text in added.items() if _doc_of(cid) in keep}
+        if not keep or {_doc_of(cid) for cid in new} != keep:
+            return None
+        chunks, _ = self._conn.open()
+        if int(chunks.count()) != len(new):  # other chunks (orphans): the scan finds them
+            return None
+        if progress is not None:
+            progress(len(new))
+        fp = self.fingerprint(committed)
+        if tokens is not None and len(tokens) == len(added):
+            index = tokens.index(lambda cid: _doc_of(cid) in keep, fp)
+        else:
+            index = BM25Index.build(list(new), list(new.values()), fp)
+        with contextlib.suppress(OSError):
+            index.save(self._conn.bm25_dir)
+        self._index = index
+        return index
 
     def is_saved(self, committed: Iterable[str]) -> bool:
         """Whether an index of exactly ``committed`` is saved."""

@@ -1,9 +1,16 @@
 """Reading a selfroute collection: document records, committed ids, chunks, dense search.
 
 A document's record in ``NAME__documents`` is its commit marker: only chunks whose ``doc_id`` has
-a record are served. The record's ``files`` metadata (JSON) maps every path with this content to
+a record are served. The record's ``files`` field (JSON) maps every path with this content to
 its ``sha256``, ``size`` and ``mtime_ns``; ``path``/``sha256``/``size``/``mtime_ns`` repeat the
 first path's entry.
+
+Record layout: since store schema 2 a record's fields are stored as one JSON metadata value,
+:data:`RECORD_KEY` (:func:`pack_record`): Chroma's write cost grows with every metadata field it
+indexes, records are never filtered on, and a small file's record used to cost more to write
+than its chunk. Records written by earlier versions keep one metadata field per record field;
+:func:`unpack_record` reads both layouts, so an older store opens as is, and a record is rewritten
+in the new layout only when the indexer writes it again.
 """
 
 from __future__ import annotations
@@ -19,13 +26,48 @@ from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
 
-__all__ = ["PAGE", "TEXT_IN_CHUNK", "StoreReader", "file_entry", "files_of", "pages", "with_files"]
+__all__ = [
+    "PAGE",
+    "RECORD_KEY",
+    "TEXT_IN_CHUNK",
+    "StoreReader",
+    "file_entry",
+    "files_of",
+    "pack_record",
+    "pages",
+    "unpack_record",
+    "with_files",
+]
 
 #: Records read (or deleted) per Chroma call.
 PAGE = 2000
 #: Record metadata: the document is one chunk, whose record holds the text (the document
 #: record's own text is empty).
 TEXT_IN_CHUNK = "text_in_chunk"
+#: The one metadata field of a document record (schema 2): every record field, as JSON.
+RECORD_KEY = "selfroute:record"
+
+
+def pack_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The Chroma metadata of a document record: its fields as one JSON value."""
+    return {RECORD_KEY: json.dumps(record, separators=(",", ":"), sort_keys=True)}
+
+
+def unpack_record(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A document record's fields from its Chroma metadata, in either layout (one JSON value
+    since schema 2, one metadata field per record field before). A record of the old layout
+    that was updated in the new one keeps its old fields beside the JSON value: the JSON wins."""
+    out = dict(meta or {})
+    packed = out.pop(RECORD_KEY, None)
+    if packed is None:
+        return out
+    try:
+        fields = json.loads(str(packed))
+    except ValueError:
+        fields = None
+    if isinstance(fields, dict):
+        out.update(fields)
+    return out
 
 
 def files_of(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -101,7 +143,7 @@ class StoreReader:
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
             for doc_id, meta, text in zip(ids, metas, texts, strict=False):
-                record = dict(meta or {})
+                record = unpack_record(meta)
                 if include_text:
                     record["__text__"] = text
                 out[doc_id] = record
@@ -196,7 +238,7 @@ class StoreReader:
             return []
         page = documents.get(ids=wanted, include=["metadatas", "documents"])
         found = {
-            doc_id: (text, dict(meta or {}))
+            doc_id: (text, unpack_record(meta))
             for doc_id, text, meta in zip(
                 page.get("ids") or [],
                 page.get("documents") or [],

@@ -7,8 +7,11 @@ Layout, for a collection ``NAME``:
   ``source`` (the file), ``chunk_index``, ``start``, ``end``, ``words``, ``title``. The collection's
   metadata records the embedding (``selfroute:embedding``) and the chunk size.
 * ``NAME__documents`` -- one record per document, id ``doc_id``, the full text as the record's
-  document, metadata ``path``, ``sha256``, ``mtime_ns``, ``size``, ``words``, ``chunks``, ``format``,
-  ``title`` and ``files`` (every path with this content). The long-context route loads these.
+  document (empty when its only chunk holds all of it), fields ``path``, ``sha256``, ``mtime_ns``,
+  ``size``, ``words``, ``chunks``, ``format``, ``title`` and ``files`` (every path with this
+  content), stored as one JSON metadata value since schema 2 (:func:`._records.pack_record`;
+  older stores, one metadata field each, are read as they are). The long-context route loads
+  these.
 * ``<store>/bm25/...`` -- a ``bm25s`` index of the committed chunks (:mod:`._bm25`).
 
 :class:`DocumentStore` is a facade over four parts, one module each: the connection and schema

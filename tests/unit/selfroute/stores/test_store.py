@@ -19,6 +19,7 @@ from selfroute.stores import (
     read_document,
 )
 from selfroute.stores import _store as store_module
+from selfroute.stores._records import RECORD_KEY, unpack_record
 
 MakeStore = Callable[..., DocumentStore]
 
@@ -63,7 +64,8 @@ def test_index_stores_chunks_and_full_documents(docs: Path, make_store: MakeStor
     assert "".join(t for _, t in metas) == html.text
     record = documents.get(ids=[html.doc_id], include=["metadatas", "documents"])
     assert record["documents"] == [html.text]
-    meta = record["metadatas"][0]
+    assert list(record["metadatas"][0]) == [RECORD_KEY]  # schema 2: one metadata field
+    meta = unpack_record(record["metadatas"][0])
     assert meta["path"] == str(docs / "1973_oil_crisis.html")
     assert meta["sha256"] == html.sha256 and meta["size"] == html.size
     assert meta["chunks"] == len(metas) and meta["format"] == "html"
