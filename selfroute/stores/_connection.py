@@ -232,6 +232,26 @@ def _recorded_settings(
     return recorded, words
 
 
+def _reset_if_empty(
+    client: Any, name: str, docs_name: str, requested: EmbeddingChoice | None
+) -> None:
+    """Drop a collection that holds nothing yet, so a new embedding can be chosen."""
+    with quiet_chroma():
+        chunks = client.get_collection(name)
+        recorded = (chunks.metadata or {}).get(_META_EMBEDDING)
+        if recorded == (requested.spec if requested else None):
+            return
+        if chunks.count() > 0:
+            return
+        try:
+            if client.get_collection(docs_name).count() > 0:
+                return
+            client.delete_collection(docs_name)
+        except Exception:  # the documents collection may not exist
+            pass
+        client.delete_collection(name)
+
+
 class StoreConnection:
     """One Chroma client and a selfroute collection pair, opened once and held.
 
@@ -356,7 +376,7 @@ class StoreConnection:
         docs_name = name + DOCUMENTS_SUFFIX
         existing = _collection_names(client, self.location)
         if name in existing and create and self._requested is not None:
-            self._reset_if_empty(client, name, docs_name)
+            _reset_if_empty(client, name, docs_name, self._requested)
             existing = _collection_names(client, self.location)
         if name not in existing:
             if not create:
@@ -411,23 +431,6 @@ class StoreConnection:
             self._embedding_base_url,
             self._requested_chunk_words,
         )
-
-    def _reset_if_empty(self, client: Any, name: str, docs_name: str) -> None:
-        """Drop a collection that holds nothing yet, so a new embedding can be chosen."""
-        with quiet_chroma():
-            chunks = client.get_collection(name)
-            recorded = (chunks.metadata or {}).get(_META_EMBEDDING)
-            if recorded == (self._requested.spec if self._requested else None):
-                return
-            if chunks.count() > 0:
-                return
-            try:
-                if client.get_collection(docs_name).count() > 0:
-                    return
-                client.delete_collection(docs_name)
-            except Exception:  # the documents collection may not exist
-                pass
-            client.delete_collection(name)
 
     def check_lock(self) -> None:
         """Once the embedded database is open: fail after a bounded wait if another process
