@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import openai
 import pytest
@@ -68,8 +69,14 @@ async def test_astream_text_and_usage(provider):
 
 async def test_concurrent_async_calls_overlap(provider):
     server, make_client = provider
-    server.responder = lambda body: "ok"
-    server.latency_s = 0.2
+    # every request waits until all 8 are in the server: served one at a time, it times out
+    barrier = threading.Barrier(8, timeout=60)
+
+    def respond(body: object) -> str:
+        barrier.wait()
+        return "ok"
+
+    server.responder = respond
     llm = make_client(server)
     results = await asyncio.gather(*(llm.ainvoke(f"q{i}") for i in range(8)))
     assert [r.content for r in results] == ["ok"] * 8
