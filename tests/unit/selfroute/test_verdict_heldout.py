@@ -11,43 +11,28 @@ current scores, so a rule change that loses accuracy on this source fails; ``-s`
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import selfroute as sr
-from benchmarks.verdict_eval import Confusion
+from tests.support.verdict_scoring import (
+    RAGTRUTH_FIELDS as FIELDS,
+)
+from tests.support.verdict_scoring import (
+    RAGTRUTH_SENTINEL,
+    REFUSALS,
+    confusion,
+    load_rows,
+)
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / "ragtruth_labelled.jsonl"
-RAGTRUTH_SENTINEL = "Unable to answer based on given passages"
-FIELDS = {
-    "source", "model", "task", "id", "stratum", "question", "prediction", "declined", "partial",
-    "note", "split",
-}  # fmt: skip
-
-
-def _load() -> list[dict[str, object]]:
-    with FIXTURE.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-ROWS = _load()
+FIXTURE = REFUSALS / "ragtruth_labelled.jsonl"
+ROWS = load_rows(FIXTURE)
 
 
-def _confusion(
-    *, sentinel: str = sr.DEFAULT_SENTINEL, strict: bool = False, with_question: bool = False
-) -> Confusion:
-    c = Confusion()
-    for row in ROWS:
-        q = str(row["question"]) if with_question else None
-        verdict = sr.parse_verdict(
-            str(row["prediction"]), sentinel=sentinel, strict=strict, question=q
-        )
-        c.add(verdict.declined, row)
-    return c
+def _confusion(**settings: Any) -> Any:
+    return confusion(ROWS, **settings)
 
 
 def test_fixture_is_well_formed() -> None:

@@ -13,44 +13,28 @@ them would turn this set into tuning data (say so in docs/verdict.md if that eve
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import selfroute as sr
-from benchmarks.verdict_eval import Confusion
+from tests.support.verdict_scoring import (
+    RAGTRUTH_FIELDS as FIELDS,
+)
+from tests.support.verdict_scoring import (
+    RAGTRUTH_SENTINEL,
+    REFUSALS,
+    confusion,
+    load_rows,
+)
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "refusals" / "ragtruth_holdout2.jsonl"
-OLD_FIXTURE = FIXTURE.with_name("ragtruth_labelled.jsonl")
-RAGTRUTH_SENTINEL = "Unable to answer based on given passages"
-FIELDS = {
-    "source", "model", "task", "id", "stratum", "question", "prediction", "declined", "partial",
-    "note", "split",
-}  # fmt: skip
-
-
-def _load(path: Path) -> list[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+FIXTURE = REFUSALS / "ragtruth_holdout2.jsonl"
+OLD_FIXTURE = REFUSALS / "ragtruth_labelled.jsonl"
+ROWS = load_rows(FIXTURE)
 
 
-ROWS = _load(FIXTURE)
-
-
-def _confusion(
-    *, sentinel: str = sr.DEFAULT_SENTINEL, strict: bool = False, with_question: bool = False
-) -> Confusion:
-    c = Confusion()
-    for row in ROWS:
-        q = str(row["question"]) if with_question else None
-        verdict = sr.parse_verdict(
-            str(row["prediction"]), sentinel=sentinel, strict=strict, question=q
-        )
-        c.add(verdict.declined, row)
-    return c
+def _confusion(**settings: Any) -> Any:
+    return confusion(ROWS, **settings)
 
 
 def test_fixture_is_well_formed_and_disjoint_from_the_first_set() -> None:
@@ -69,7 +53,7 @@ def test_fixture_is_well_formed_and_disjoint_from_the_first_set() -> None:
     }  # fmt: skip
     assert sum(bool(r["declined"]) for r in ROWS) == 68
     assert len({r["id"] for r in ROWS}) == 400
-    assert not {r["id"] for r in ROWS} & {r["id"] for r in _load(OLD_FIXTURE)}
+    assert not {r["id"] for r in ROWS} & {r["id"] for r in load_rows(OLD_FIXTURE)}
 
 
 @pytest.mark.parametrize(
