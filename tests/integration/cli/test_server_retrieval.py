@@ -54,17 +54,11 @@ def _server_store(folder: Path, url: str, collection: str, **kwargs: Any) -> Doc
     return DocumentStore(folder, collection, chroma_url=url, **kwargs)
 
 
-def test_a_question_costs_one_query_and_the_connection_is_held(
-    tmp_path: Path,
-    chroma_server: ChromaServer,
-    requests: Counter[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _count_clients(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record every ``chromadb.HttpClient`` made from here on (its port), with the visibility
+    lease long enough that no renewal happens inside the test."""
     import chromadb
 
-    url = chroma_server.url
-    docs = copy_docs(tmp_path / "docs")
-    _server_store(tmp_path / "store", url, "trips", embedding="offline").index([docs])
     clients: list[object] = []
     real_client = chromadb.HttpClient
 
@@ -73,7 +67,21 @@ def test_a_question_costs_one_query_and_the_connection_is_held(
         return real_client(*args, **kwargs)
 
     monkeypatch.setattr(chromadb, "HttpClient", counting_client)
-    monkeypatch.setattr(_visibility, "LEASE_S", 3600.0)  # no lease renewal inside the test
+    monkeypatch.setattr(_visibility, "LEASE_S", 3600.0)
+    return clients
+
+
+def test_a_question_costs_one_query_and_the_connection_is_held(
+    tmp_path: Path,
+    chroma_server: ChromaServer,
+    requests: Counter[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+
+    url = chroma_server.url
+    docs = copy_docs(tmp_path / "docs")
+    _server_store(tmp_path / "store", url, "trips", embedding="offline").index([docs])
+    clients = _count_clients(monkeypatch)
     store = _server_store(tmp_path / "store", url, "trips")
     retrievers = {m: HybridRetriever(store, mode=m, k=4) for m in ("dense", "bm25", "hybrid")}
     for r in retrievers.values():
@@ -191,23 +199,13 @@ def test_chat_holds_one_connection_over_many_questions(
 ) -> None:
     import io
 
-    import chromadb
-
     from selfroute.cli import main
     from tests.integration.cli.scripted import CLERK, OIL, PACKETS
 
     url = chroma_server.url
     docs = copy_docs(tmp_path / "docs")
     _server_store(tmp_path / "store", url, "chatting", embedding="offline").index([docs])
-    clients: list[object] = []
-    real_client = chromadb.HttpClient
-
-    def counting_client(*args: Any, **kwargs: Any) -> Any:
-        clients.append(kwargs.get("port"))
-        return real_client(*args, **kwargs)
-
-    monkeypatch.setattr(chromadb, "HttpClient", counting_client)
-    monkeypatch.setattr(_visibility, "LEASE_S", 3600.0)
+    clients = _count_clients(monkeypatch)
     for name in ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     questions = [OIL.question, CLERK.question, PACKETS.question, OIL.question]

@@ -17,21 +17,14 @@ from selfroute.stores import DocumentStore, HybridRetriever, StoreError, read_do
 from selfroute.stores import _indexing as indexing_module
 from selfroute.stores import _store as store_module
 from selfroute.stores._records import RECORD_KEY, StoreReader, pack_record, unpack_record
+from tests.unit.selfroute.stores.notes import write_notes
 
 MakeStore = Callable[..., DocumentStore]
 WORDS = ["lighthouse", "keeper", "lamp", "storm", "boat", "harbour", "passkey", "vault", "ledger"]
 
 
 def _notes(folder: Path, n: int, seed: int = 0) -> list[Path]:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(n):
-        path = folder / f"note-{i:04d}.txt"
-        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60)))
-        path.write_text(f"{words} token{i}\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    return write_notes(folder, n, WORDS, seed)
 
 
 @pytest.fixture

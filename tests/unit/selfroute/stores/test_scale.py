@@ -19,6 +19,7 @@ from selfroute.stores import BM25Index, DocumentStore, HybridRetriever
 from selfroute.stores import _indexing as indexing_module
 from selfroute.stores._bm25 import _tokenizer
 from selfroute.stores._records import StoreReader
+from tests.unit.selfroute.stores.notes import write_notes
 
 MakeStore = Callable[..., DocumentStore]
 WORDS = [
@@ -46,15 +47,7 @@ WORDS = [
 
 
 def _notes(folder: Path, n: int, seed: int = 0) -> list[Path]:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for i in range(n):
-        path = folder / f"note-{i:04d}.txt"
-        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60)))
-        path.write_text(f"{words} token{i}\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    return write_notes(folder, n, WORDS, seed)
 
 
 def _same_hits(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
