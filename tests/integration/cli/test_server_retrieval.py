@@ -139,6 +139,16 @@ def _raw_ids(store: DocumentStore, question: str) -> list[str]:
     return list(chunks.query(query_embeddings=[vector], n_results=3)["ids"][0])
 
 
+def _raw_top_when_indexed(store: DocumentStore, question: str, prefix: str) -> str:
+    """The raw query's best id once it is the chunk starting with ``prefix`` (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while True:
+        (top, *_) = _raw_ids(store, question)
+        if store.get_chunks([top])[top][0].startswith(prefix) or time.monotonic() > deadline:
+            return top
+        time.sleep(0.1)
+
+
 def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
     tmp_path: Path, chroma_server: ChromaServer, requests: Counter[str]
 ) -> None:
@@ -159,8 +169,9 @@ def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
     assert not served()  # the reader now trusts the unmarked collection for one lease
     proc = _writer(new, writer_store, url, name, "chunks-written#1")
     try:
-        # the new chunk is on the server, best match of the question, without its record
-        (top, *_) = _raw_ids(reader, QUESTION)
+        # the new chunk is on the server, best match of the question, without its record (the
+        # server's vector index may take a moment to show a write to queries: wait for it)
+        top = _raw_top_when_indexed(reader, QUESTION, "The vault combination")
         assert reader.get_chunks([top])[top][0].startswith("The vault combination")
         assert not served()
         time.sleep(_visibility.LEASE_S * 1.5)
