@@ -204,6 +204,21 @@ _PAST = _alt(v[1] for v in INFO_VERBS.values())
 _PARTICIPLE_INFO = _alt(v[2] for v in INFO_VERBS.values())
 _ANY_VERB = _alt([*INFO_VERBS, *(f for v in INFO_VERBS.values() for f in v)])
 _ABSENT = _alt(ABSENCE_NOUNS)
+#: Modifiers and post-modifiers that make a source one handed to the model ("the provided data").
+_HANDED = ("provided", "given", "supplied", "retrieved", "above", "attached", "shared", "following")
+#: Verbs that state content, but a decline only of a source handed to the model.
+_WEAK_VERB = _alt(["show", "display", "depict", "illustrate", "capture", "feature"])
+#: Giving up on the question itself ("unable to answer the question", "those parts of it").
+GIVES_UP_QUESTION = (
+    r"(?:\b(?:cannot|can't|can not|unable to|not able to|could not|couldn't|impossible to|not "
+    r"possible to)|(?:\bnot|n't|\bwithout|\blacks?|\blacking|\binsufficient|\bno) (?:\w+ ){0,3}?"
+    r"(?:information|details|context|data) to) "
+    r"(?:\w+ ){0,2}?(?:answer|respond to|address|fully answer) (?:the|this|your|that|those|these|"
+    r"some|other|the remaining|any) (?:\w+ ){0,2}?(?:questions?|query|(?:parts?|aspects?|portions?|"
+    r"halves|half) of (?:the|your|this) (?:question|query))\b|"
+    r"\bit (?:is|was) (?:unable|not able) to (?:\w+ ){0,2}?(?:answer|determine|find|say|tell|"
+    r"identify|state|conclude|confirm)\b"
+)
 #: Participles that state absence in a passive ("X is not *mentioned*", "no date is *given*").
 _PARTICIPLE = (
     r"(?:" + _PARTICIPLE_INFO[3:-1] + r"|found|known|available|present|contained|covered|"
@@ -259,12 +274,15 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "none-of-the-source",
         r"\b(?:none|neither|not one|no|nothing) (?:of |in |within |from |among )?"
         rf"(?:the |these |this |those |any )?(?:[\w-]+ ){{0,3}}?{_HEAD}{_POST}{_ADVS}"
-        rf"(?: (?:seems? to|appears? to|do|does|did|can|could))? {_ANY_VERB}\b",
+        rf"(?: (?:seems? to|appears? to|do|does|did|can|could))? {_ANY_VERB}\b|"
+        # "..., but none of them mention ...": the source named before, by a pronoun
+        rf"\b(?:none|neither|not one) of (?:them|these|those|it)(?: \w+)?{_ADVS} {_ANY_VERB}\b",
     ),
     (
         "nothing-in-the-source",
         r"\b(?:nothing|nowhere) (?:(?:is |was )?(?:in|within|from|throughout) )(?:the |these |this )?"
-        rf"(?:[\w-]+ ){{0,3}}?{_HEAD}\b",
+        rf"(?:[\w-]+ ){{0,3}}?{_HEAD}\b|\bnowhere (?:does|do|did|is|are|was|were) (?:the |these |"
+        rf"this |any )?(?:[\w-]+ ){{0,3}}?{_HEAD}\b",
     ),
     # "There is no (specific) discussion of", "there's no mention", "there seem to be no details"
     (
@@ -273,7 +291,12 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         r"been| remains?) (?:no|not any|not a|nothing|not enough|little|insufficient|not much|"
         r"not an?|zero|none) (?:\w+ ){0,3}?" + _ABSENT + r"\b|\bthere(?: is| are| was| were|'s)"
         r" not|\bthere (?:isn't|aren't|wasn't|weren't)(?: really)?(?: any| enough| a| an| much)? "
-        r"(?:\w+ ){0,3}?" + _ABSENT + r"\b",
+        r"(?:\w+ ){0,3}?"
+        + _ABSENT
+        + r"\b|\bthere (?:does not|doesn't|do not|don't|did not|didn't) "
+        r"(?:seem|appear) to (?:be|have been) (?:any |a |an |much |enough |sufficient )?(?:\w+ ){0,3}?"
+        + _ABSENT
+        + r"\b",
     ),
     (
         "nothing-about",
@@ -284,7 +307,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "not-in-the-source",
         r"\b(?:answer|information|details?|data|it|this|that|figure|number|date|name)(?: you "
-        r"(?:are|were) (?:looking|asking) for)? (?:is|are|was|were) not (?:\w+ )?(?:in|within|"
+        r"(?:are|were) (?:looking|asking) for| (?:requested|asked for|sought|needed|required|in "
+        r"question))?(?: (?:to|about|on|for|of|regarding) [\w'-]+(?: [\w'-]+){0,4}?)? (?:(?:is|are|"
+        r"was|were) not|isn't|aren't|wasn't|weren't) (?:\w+ )?(?:in|within|"
         rf"among|part of|contained in|present in|found in) (?:the |these |this |any )?(?:[\w-]+ )"
         rf"{{0,3}}?{_HEAD}\b|^(?:not|answer not|information not|data not) (?:\w+ )?(?:in|within|"
         rf"found in|present in|available in|included in|mentioned in|given in) (?:the |these )?"
@@ -295,7 +320,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "source-irrelevant",
         rf"\b{_HEAD}{_POST} (?:is|are|was|were|seems? to be|appears? to be) (?:\w+ )?(?:not "
         r"(?:relevant|related|pertinent|applicable)|irrelevant|unrelated|insufficient|not "
-        r"(?:sufficient|enough|adequate)|inadequate) (?:to|for)\b",
+        r"(?:sufficient|enough|adequate)|inadequate)(?: (?:to|for)\b| *[.!]?$)",
     ),
     (
         "source-only-other",
@@ -379,13 +404,68 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ),
     (
         "source-not-specific",
-        rf"\b{_HEAD}{_POST} (?:is|are|was|were) not (?:\w+ )?(?:specific|explicit|clear|"
-        r"definitive|conclusive|informative|detailed) (?:about|on|regarding|as to|concerning|in)\b",
+        rf"\b{_HEAD}{_POST} (?:is|are|was|were) (?:not (?:\w+ )?(?:specific|explicit|clear|"
+        r"definitive|conclusive|informative|detailed)|(?:\w+ )?(?:unclear|vague|ambiguous|"
+        r"inconclusive)) (?:about|on|regarding|as to|concerning|in)\b",
     ),
     (
         "out-of-scope",
         r"\b(?:beyond|outside(?: of)?|not within|not in) the (?:\w+ ){0,1}?scope of (?:the |these "
         rf"|this )?(?:\w+ ){{0,2}}?{_HEAD}\b",
+    ),
+    # "The excerpts do not allow me to determine ...", "does not allow a determination of ..."
+    (
+        "source-does-not-allow",
+        rf"{_SUBJECT}{_ADVS} {_NEGATION}{_ADVS} (?:allow|permit|enable|let)(?: (?:me|us|one|you|"
+        rf"the reader|for))?(?: to)? (?:\w+ ){{0,2}}?(?:{_SEEK}|(?:a|an|any) (?:\w+ )?"
+        r"(?:determination|answer|conclusion|estimate))\b",
+    ),
+    # "That's not something the provided documents cover", "not something I can determine"
+    (
+        "not-something",
+        r"\bnot (?:something|anything|a (?:topic|subject|question|point|detail|matter)) (?:that |"
+        rf"which )?(?:(?:the|these|this|those|your|any) )?(?:[\w-]+ ){{0,2}}?{_HEAD}{_POST}"
+        rf"{_ADVS}(?: (?:seems? to|appears? to))? {_ANY_VERB}\b|\bnot (?:something|anything) "
+        rf"(?:that )?(?:i|we) (?:can|could|am able to|was able to) (?:\w+ ){{0,2}}?{_SEEK}\b",
+    ),
+    # "The financial statement you shared doesn't show the salary": a verb that states content
+    # only for a source handed to the model ("The data does not show a difference" answers).
+    (
+        "retrieved-source-negation",
+        rf"(?:\b{_RHEAD}|\b(?:{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD}|\b{_HEAD} (?:{_alt(_HANDED)}|"
+        r"(?:that |which )?(?:you|i|we) (?:have )?(?:provided|shared|gave|supplied|attached)))"
+        rf"{_ADVS} {_NEGATION}{_ADVS} {_WEAK_VERB}\b",
+    ),
+    # "The context covers X but doesn't break down Y", "... talks about X but says nothing about Y"
+    (
+        "source-but-not",
+        rf"^(?:(?:the|these|this|those|your|any) )?(?:[\w-]+ ){{0,3}}?{_HEAD}{_POST}\b[^;]{{0,200}}? "
+        rf"(?:but|and|yet|while|though)(?: it| they| the \w+)?{_ADVS} (?:{_NEGATION}{_ADVS} "
+        rf"(?:{_BASE}|{_WEAK_VERB})|(?:{_THIRD}|{_BASE}|{_PAST}|makes?|made|has|have|contains?) "
+        r"(?:absolutely )?(?:nothing|no)) ",
+    ),
+    # "The passages focus on the city's history rather than its population", "..., not X"
+    (
+        "source-covers-other",
+        rf"^(?:(?:the|these|this|those|your) )?(?:[\w-]+ ){{0,2}}?{_HEAD}{_POST}(?: (?:only|mainly|"
+        r"mostly|primarily|largely|chiefly|instead|seem to|seems to|appear to|appears to))* "
+        r"(?:focus(?:es|ed)? (?:on|upon)|discuss(?:es|ed)?|cover(?:s|ed)?|describe(?:s|d)?|deals? "
+        r"with|talks? about|(?:is|are|was|were) about|cent(?:er|re)s? (?:on|around)|concentrates? "
+        r"on|address(?:es)?|pertains? to|relates? to)\b[^;]{0,160}?(?:,? rather than|,? instead "
+        r"of|, (?:but )?not|,? as opposed to)\b",
+    ),
+    # "I reviewed the documents but found no mention of ...", "I found nothing about ..."
+    (
+        "found-nothing",
+        r"\bi (?:\w+ ){0,8}?(?:found|find|see|saw|located|came across|spotted|noticed) (?:no|"
+        r"nothing|none)\b|\b(?:i|we) (?:\w+ ){0,8}?(?:found|find|see|saw|located|came across) no "
+        rf"(?:\w+ ){{0,2}}?{_ABSENT}\b",
+    ),
+    # "it is unable to answer the question", "not enough information to answer the question",
+    # "I am unable to answer those parts of the question": the question itself given up on
+    (
+        "gives-up-question",
+        GIVES_UP_QUESTION,
     ),
 )
 _NEG_WORDS = ("not", "n't", "never", "fail", "cannot")
@@ -402,7 +482,7 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "nothing-in-the-source": ("nothing", "nowhere"),
     "negative-existential": ("there",),
     "nothing-about": ("nothing",),
-    "not-in-the-source": ("not",),
+    "not-in-the-source": ("not", "n't"),
     "source-irrelevant": ("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
     "no-x-is-given": ("no ",),
@@ -415,8 +495,15 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "unable": ("unable", "not able", "impossible", "cannot", "can't", "can not", "could"),
     "no-access": ("i ", "we "),
     "and-cannot-find": ("n't", "not", "unable"),
-    "source-not-specific": ("not",),
+    "source-not-specific": ("not", "unclear", "vague", "ambiguous", "inconclusive"),
     "out-of-scope": ("scope",),
+    "source-does-not-allow": ("allow", "permit", "enable", "let"),
+    "not-something": ("not something", "not anything", "not a "),
+    "retrieved-source-negation": ("not", "n't", "never", "fail"),
+    "source-but-not": ("not", "n't", "never", "nothing", "no ", "fail"),
+    "found-nothing": ("i ", "we "),
+    "source-covers-other": ("rather than", "instead of", ", not", ", but not", "as opposed to"),
+    "gives-up-question": ("question", "quer", "unable", "not able"),
 }
 #: ``(name, pattern, guards)``: a shape is tried only on text holding one of its guards, and its
 #: pattern is compiled the first time it is tried (compiling all of them costs a command-line
@@ -503,7 +590,23 @@ _WH_NOUNS: dict[str, tuple[str, ...]] = {
     "whom": ("name", "person", "identity"),
     "whose": ("name", "owner", "person"),
     "why": ("reason", "reasons", "cause", "causes", "motivation", "explanation", "purpose"),
-    "how": ("method", "way", "process", "procedure", "manner", "mechanism", "steps", "cause"),
+    "how": (
+        "method",
+        "way",
+        "process",
+        "procedure",
+        "manner",
+        "mechanism",
+        "steps",
+        "cause",
+        "instructions",
+        "guidance",
+        "directions",
+        "tips",
+        "advice",
+        "technique",
+        "ways",
+    ),
     "many": ("number", "count", "amount", "figure", "figures", "total", "quantity", "numbers"),
     "much": ("amount", "cost", "price", "figure", "figures", "number", "total", "value", "sum"),
     "long": ("time", "duration", "length", "period", "amount"),
@@ -520,14 +623,20 @@ FUNCTION_WORDS = _words(
     "those to was we were what when where which while who whom whose why will with would you your"
 )
 #: Words that never name what is asked for ("the provided text does not give *specific details*").
-_GENERIC = FUNCTION_WORDS | _words(
-    "regarding concerning any some exact exactly specific specifically explicit explicitly direct "
-    "directly clear clearly precise precisely particular detailed details detail information info "
-    "data mention answer question questions query passages passage text texts context document "
-    "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
-    "article report whether also other such further more much many enough sufficient regard "
-    "relation terms kind type sort user one"
+_GENERIC = (
+    FUNCTION_WORDS
+    | _words(
+        "regarding concerning any some exact exactly specific specifically explicit explicitly direct "
+        "directly clear clearly precise precisely particular detailed details detail information info "
+        "data mention answer question questions query passages passage text texts context document "
+        "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
+        "article report whether also other such further more much many enough sufficient regard "
+        "relation terms kind type sort user one"
+    )
+    | frozenset(w for adverb in ADVERBS for w in adverb.split())
 )
+#: Pronouns that point back at something the answer said ("how to do *this*").
+_ANAPHORS = _words("this that these those it them such")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -586,5 +695,7 @@ class QuestionShape:
         1900; *the cause of his death* is not mentioned" does not decline "When was he born?".
         """
         stems = content_stems(absent)
+        if not stems and _ANAPHORS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
+            return False  # "the details on how to do this": a point of the answer, not the question
         prefixes = {t[:5] for t in self.terms}
         return all(s in self.terms or s[:5] in prefixes for s in stems)

@@ -17,11 +17,13 @@ from selfroute._decline import (
     ADVERBS,
     COVERS_INSTEAD,
     FUNCTION_WORDS,
+    GIVES_UP_QUESTION,
     POINTER,
     SOURCE_DETERMINERS,
     SOURCE_HEADS,
     SOURCE_MODIFIERS,
     QuestionShape,
+    content_stems,
     decline_shape,
 )
 from selfroute._errors import ConfigurationError
@@ -374,7 +376,14 @@ _APOLOGY = re.compile(
     r"^(?:i'm sorry|i am sorry|i apologi[sz]e|sorry|apologies|my apologies)\b|"
     # a preamble that says nothing yet: "Sure!", "Thank you for providing the passages."
     r"^(?:sure|of course|great question|good question|thank you|thanks)\b[^.!?]{0,60}[.!?]*$|^(?:i'd|i would|i'll|i will) (?:be (?:happy|glad) "
-    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$"
+    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$|"
+    # a heading that only labels what follows: "## Answer", "**Response:**"
+    r"^(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion|analysis|"
+    r"explanation|output)[:.!]?$|"
+    # a restatement of the question before the verdict: "You asked about X.", "X?"
+    r"^(?:you (?:asked|are asking|'re asking|want to know|wanted to know|inquired)|you've asked|"
+    r"(?:the|your|this) (?:user'?s? )?question (?:asks|is asking|is about|concerns|was|wants)|"
+    r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$"
 )
 _HEDGE = re.compile(
     r"^(?:however|but|although|though|still|that said|nonetheless|nevertheless|based on|"
@@ -390,7 +399,7 @@ _GIVES_UP = re.compile(
     r"^(?:i am |i'm |we are )?(?:unable|not able) to answer\b|\b(?:cannot|can't|can not|"
     r"unable to|not able to|could not|couldn't) (?:\w+ ){0,2}?(?:answer|respond to) (?:the|this|"
     r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
-    r"answered\b"
+    r"answered\b|" + GIVES_UP_QUESTION
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|so|thus|hence|consequently|as a result|as such|in conclusion|overall)\b"
@@ -404,7 +413,8 @@ _LEAD = re.compile(
     r"mentioning)(?: that)?|here(?:'s| is) (?:the |my |an )?(?:answer|response)[^:]{0,80}?:|"
     r"(?:i'm|i am) (?:sorry|afraid)|i apologi[sz]e(?: for (?:any|the) (?:confusion|"
     r"inconvenience))?|my apologies|apologies|sadly|alas|again|upon (?:careful )?review|"
-    r"unfortunately for you|to be (?:honest|clear|precise)|i see|hmm|well|okay|ok)"
+    r"unfortunately for you|to be (?:honest|clear|precise)|i see|hmm|well|okay|ok|"
+    r"(?:note|n\.?b\.?|important|disclaimer|caveat|update|edit|p\.?s\.?) *:)"
     r"(?:\s*[,:]?\s+but)?\s*[,:]?\s+|"
     r"(?:after (?:carefully )?(?:reading|reviewing|checking|examining|analy[sz]ing|going "
     r"through|looking (?:at|through|over)|searching|scanning)|upon (?:carefully )?(?:reading|"
@@ -422,7 +432,8 @@ _LEAD_STARTS = (
     "apolog", "sadly", "alas", "again", "upon", "to be", "i see", "hmm", "well", "ok", "i must",
     "i have to", "i need to", "i should", "i'd like", "i would like", "let me", "please note",
     "note that", "it is important", "it's important", "it is worth", "it's worth", "here",
-    "after", "based", "according", "judging", "looking", "from ", "within ",
+    "after", "based", "according", "judging", "looking", "from ", "within ", "note", "n.b", "nb",
+    "important", "disclaimer", "caveat", "update", "edit", "p.s", "ps",
 )  # fmt: skip
 
 
@@ -489,7 +500,16 @@ def _refusal_phrase(sentence: str) -> str | None:
         if inner and inner != core:
             return _refusal_match(inner)
     m = _UNFORTUNATELY.search(sentence)
-    return m.group(0) if m else None
+    if m:
+        return m.group(0)
+    # "Salary: not specified.", "- **Bonus:** None mentioned.": the value of a short label
+    label, colon, _ = core[:_LABEL_CHARS].partition(": ")
+    if colon and len(label.split()) <= 5:
+        return _refusal_match(core[len(label) + 2 :])
+    return None
+
+
+_LABEL_CHARS = 60
 
 
 #: Substrings without which a pattern cannot match (cheap guards before the searches).
@@ -580,10 +600,20 @@ _SOURCE_SUBJECT = re.compile(
 
 _ONE_SOURCE = re.compile(
     r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
-    r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
+    r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:passages|chunks|excerpts|documents|sources|paragraphs|"
+    r"sections) \d+(?:,? (?:and|&|or) \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
     r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
     r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
     r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
+)
+
+
+#: After "No,": the question left open ("it is not clear whether ...", "do not say if ...").
+_UNDECIDED = re.compile(
+    r"\b(?:whether|if)\b|\b(?:not (?:\w+ )?(?:clear|possible|certain|sure|known|determinable)|"
+    r"unclear|uncertain|impossible|unable|(?:cannot|can't|can not|could not|couldn't) (?:\w+ )?"
+    r"(?:determine|tell|say|confirm|answer|know)|no (?:\w+ )?(?:information|mention|details|data)|"
+    r"(?:don't|do not) know)\b"
 )
 
 
@@ -594,7 +624,10 @@ def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
     not mention BERT" when the question asks what the paper mentions.
     """
     core = _lead_stripped(sentence)
-    if _POLAR_ANSWER.search(core):
+    m = _POLAR_ANSWER.search(core)
+    if m:
+        if kind == "R" and core.startswith("no") and _UNDECIDED.search(core, m.end()):
+            return kind  # "No, it is not clear whether he left": no verdict on the question
         return "C"
     if kind == "R" and shape.about_source and _SOURCE_SUBJECT.search(core):
         return "C"
@@ -607,6 +640,11 @@ def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
     if _ONE_SOURCE.search(_lead_stripped(sentence)):
         return False  # "Passage 3 does not mention it": another passage may have answered
     return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
+
+
+#: A list item's marker: "- ", "* ", "• ", "3. ", "2) ".
+_BULLET = re.compile(r"^(?:[-*•+]|\d{1,2}[.)])\s+")
+_BULLET_STARTS = frozenset("-*•+0123456789")
 
 
 class _Sentences:
@@ -628,8 +666,12 @@ class _Sentences:
         self._triggers: list[bool | None] = [None if maybe else False] * len(self._raw)
         self._refusals: list[bool | None] = [None if maybe else False] * len(self._raw)
         #: Whether any sentence can give up on the question (``_GIVES_UP`` needs these words).
-        self.may_give_up = ("answer" in flat and ("able" in flat or "question" in flat)) or (
-            "respond" in flat and "question" in flat
+        self.may_give_up = (
+            ("answer" in flat and ("able" in flat or "question" in flat))
+            or ("respond" in flat and "question" in flat)
+            or ("question" in flat and ("address" in flat or "part" in flat))
+            or "it is unable" in flat
+            or "it was unable" in flat
         )
 
     def __len__(self) -> int:
@@ -638,8 +680,15 @@ class _Sentences:
     def __getitem__(self, i: int) -> str:
         norm = self._norms[i]
         if norm is None:
-            norm = self._norms[i] = _norm(self._raw[i])
+            norm = _norm(self._raw[i])
+            if norm[:1] in _BULLET_STARTS:  # "- not specified.", "2. the passages do not ..."
+                norm = _BULLET.sub("", norm, count=1) or norm
+            self._norms[i] = norm
         return norm
+
+    def raw(self, i: int) -> str:
+        """Sentence ``i`` as written."""
+        return self._raw[i]
 
     def triggered(self, i: int) -> bool:
         """Whether sentence ``i`` contains a decline word (``_TRIGGER``)."""
@@ -719,6 +768,14 @@ def _refusal_verdict(
     kind = sentences.kind(first)
     if kind == "X":
         kind = "C"  # "To prepare, you should consult your doctor ...": an instruction
+    if kind == "N":  # "The report covers the company's finances. It does not give the salary."
+        nxt = next((i for i in range(first + 1, count) if sentences.kind(i) not in "NP"), None)
+        if (
+            nxt is not None
+            and sentences.kind(nxt) == "R"
+            and not _ONE_SOURCE.search(_lead_stripped(sentences[nxt]))
+        ):
+            return _opening_decline(sentences, nxt)
     head = sentences[first]
     if shape is not None and shape.yes_no:
         kind = _polar_kind(head, kind, shape)
@@ -760,7 +817,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             return sentences.phrase(count - 1)
     if sentences.may_give_up:  # "... Unable to answer based on given passages."
         for i in range(first + 1, count):
-            if _GIVES_UP.search(_lead_stripped(sentences[i])) and sentences.refuses(i):
+            if _gives_up(sentences, i, shape):
                 return sentences.phrase(i)
     if shape is not None and not shape.yes_no:
         for i in range(first + 1, count):
@@ -768,6 +825,75 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
                 if any(_concludes(sentences[j]) for j in range(i + 1, count)):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
+    return None
+
+
+def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> bool:
+    """Whether sentence ``i``, after content, gives up on the question itself.
+
+    "Unable to answer based on given passages." does; so does a give-up scoped to the asked-for
+    item ("... whether X", "... about X", or a colon and a list of X), the question known. A
+    give-up scoped to something else (without the question: scoped at all) leaves the answer
+    before it standing, and so does one that only qualifies it ("... in detail") or a
+    hypothetical ("If the passages do not contain ..., my response would be ...").
+    """
+    core = _lead_stripped(sentences[i])
+    m = _GIVES_UP.search(core)
+    if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
+        return False
+    scope = _gives_up_scope(sentences, i, core[m.end() :])
+    if scope is None:
+        # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
+        return not _scoped_to_passages(sentences, i)
+    return bool(scope) and shape is not None and not shape.yes_no and shape.asks_for(scope)
+
+
+#: What a give-up is "based on": not its scope.
+_SCOPE_BASIS = re.compile(
+    r"^[\s,]*(?:(?:based|solely|only|purely|entirely|just) )*(?:on|from|with|using|in|given) (?:the "
+    r"|these |this |any )?(?:(?:information|details?) )?(?:\w+ ){0,2}?(?:passages?|context|text|"
+    r"documents?|excerpts?|information|sources?|chunks?|data|material)\b(?: (?:provided|"
+    r"given|alone|above|available))?|^[\s,]*(?:alone|here|at this time|at the moment)\b"
+)
+_SCOPE_END = re.compile(r"[,;:(]\s*(?:so|as|because|since|which|and|but|therefore|thus)\b|[.!?;]")
+#: A give-up that qualifies the answer given ("cannot answer the question in detail").
+_DEGREE = re.compile(
+    r"^[\s,]*(?:in (?:more |greater |full |further )?detail|in full|fully|completely|"
+    r"comprehensively|definitively|exhaustively|precisely|exactly|more (?:specifically|precisely|"
+    r"fully|accurately)|with (?:certainty|precision|more detail|complete accuracy)|any further|"
+    r"beyond (?:this|that|what))\b"
+)
+_SCOPE_START = re.compile(
+    r"^[\s,:]*(?:whether|if|about|regarding|concerning|on|for|as to|in regard to|with regard to|"
+    r"related to|how|what|why|when|where|who|which)\b"
+)
+#: A conditional: "If the passages did not contain X, my response would be ...".
+_HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
+
+
+def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
+    """What the give-up sentence ``i`` is scoped to (``rest``: its text after the give-up).
+
+    Returns ``None`` when it gives up on the question as a whole, ``""`` when it only qualifies
+    the answer ("... in detail"), else the text naming what could not be answered: a clause
+    after the give-up, or the items listed after a colon.
+    """
+    rest = _SCOPE_BASIS.sub("", rest, count=1)
+    if _DEGREE.match(rest):
+        return ""
+    end = _SCOPE_END.search(rest)
+    clause = rest[: end.start()] if end else rest
+    if _SCOPE_START.match(clause) and content_stems(clause):
+        return clause
+    if clause.strip(" .:,\"'"):
+        return None  # more words, not a scope: "... as the passages do not say"
+    if sentences.raw(i).rstrip(" *_").endswith(":"):  # "Unable to answer ...:" and a list
+        listed = " ".join(sentences[j] for j in range(i + 1, min(i + 4, len(sentences))))
+        return listed or None
+    # A bare give-up stays one even when the next sentence names what is missing ("... The
+    # passages do not provide X"): on the labelled RAGTruth answers that X is mostly the question
+    # itself in other words ("how to level the post", "other benefits"), which its words cannot
+    # tell from a narrower case the question did not ask ("stuffed pork chops").
     return None
 
 
@@ -855,6 +981,48 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
     return None
 
 
+def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShape | None) -> bool:
+    """Whether every sentinel after an answer is scoped to something else (see :func:`_gives_up`).
+
+    "<answer> Unable to answer based on the given passages whether X." leaves the answer standing
+    when X is not what was asked (without the question: when X is named at all), as does a
+    sentinel in a hypothetical ("If ..., my response would be 'Unable to answer ...'"). A sentinel
+    that opens the output, or stands bare after it, is the model's verdict.
+    """
+    sent = _norm(sentinel)
+    if flat.startswith(sent):
+        return False
+    sentences = _Sentences(cleaned, flat)
+    first = next((i for i in range(len(sentences)) if sentences.kind(i) != "P"), None)
+    found = [i for i in range(len(sentences)) if sent in sentences[i]]
+    if first is None or not found or found[0] <= first or sentences.kind(first) != "C":
+        return False
+    for i in found:
+        core = _lead_stripped(sentences[i])
+        pos = core.find(sent)
+        if pos < 0:
+            return False
+        if _HYPOTHETICAL.search(core, 0, pos):
+            continue
+        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
+        if scope is None:
+            if _scoped_to_passages(sentences, i):
+                continue
+            return False
+        if scope and shape is not None and not shape.yes_no and shape.asks_for(scope):
+            return False
+    return True
+
+
+def _scoped_to_passages(sentences: _Sentences, i: int) -> bool:
+    """Whether the sentence after ``i`` scopes it to some passages ("... in passages 2 and 4")."""
+    return (
+        i + 1 < len(sentences)
+        and sentences.refuses(i + 1)
+        and _ONE_SOURCE.search(_lead_stripped(sentences[i + 1])) is not None
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _question_shape(question: str) -> QuestionShape:
     return QuestionShape(question)
@@ -935,11 +1103,11 @@ def parse_verdict(
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
     flat = _norm(cleaned)
+    shape = _question_shape(question) if question and question.strip() else None
     matched = _sentinel_verdict(cleaned, sentinel, flat)
-    if matched is not None:
+    if matched is not None and not _sentinel_scoped(cleaned, flat, sentinel, shape):
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
-        shape = _question_shape(question) if question and question.strip() else None
         phrase = _refusal_verdict(cleaned, shape, flat)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)
