@@ -132,6 +132,9 @@ INFO_VERBS: dict[str, tuple[str, str, str]] = {
     "make clear": ("makes clear", "made clear", "made clear"),
     "make it clear": ("makes it clear", "made it clear", "made it clear"),
     "shed light on": ("sheds light on", "shed light on", "shed light on"),
+    "shed any light on": ("sheds any light on", "shed any light on", "shed any light on"),
+    "shed much light on": ("sheds much light on", "shed much light on", "shed much light on"),
+    "get into": ("gets into", "got into", "gotten into"),
     "hold": ("holds", "held", "held"),
     "relate to": ("relates to", "related to", "related to"),
     "pertain to": ("pertains to", "pertained to", "pertained to"),
@@ -343,7 +346,10 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "terse",
         rf"^(?:none|nothing|not|none was|none were|none is|none are)(?: {_ADV})? "
-        rf"{_PARTICIPLE}\b",
+        rf"{_PARTICIPLE}\b|"
+        # "Nothing about the CEO's salary.", "nothing on X in the passages" (no verb of its own)
+        r"^nothing (?:about|on|regarding|concerning|related to|as to) (?!.*\b(?:is|was|were|are|"
+        r"has|had|seems|seemed|could|would|will|can)\b)(?:[\w'-]+ ){0,6}?[\w'-]+[.!]?$",
     ),
     # "X is not mentioned.", "X is not specified in the passage", "X has not been (explicitly)
     # evaluated on Y in the provided paper"
@@ -370,7 +376,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "inability",
         r"\b(?:i|we)(?: (?:really |simply |still |unfortunately ))?(?: (?:cannot|can't|can not|"
         r"could not|couldn't|am unable to|was unable to|were unable to|are unable to|'m unable to|"
-        r"am not able to|'m not able to|was not able to|were not able to|do not|don't|did not|"
+        r"am not able to|'m not able to|was not able to|were not able to|wasn't able to|"
+        r"weren't able to|am not able to|hasn't been able to|do not|don't|did not|"
         r"didn't|will not be able to|won't be able to|was not|'m not|am not|could not|"
         r"was unable|have been unable to|have not been able to|haven't been able to|had trouble|"
         rf"had difficulty|have no way to|have no way of)) (?:\w+ ){{0,3}}?{_SEEK}\b",
@@ -499,7 +506,7 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "out-of-scope": ("scope",),
     "source-does-not-allow": ("allow", "permit", "enable", "let"),
     "not-something": ("not something", "not anything", "not a "),
-    "retrieved-source-negation": ("not", "n't", "never", "fail"),
+    "retrieved-source-negation": ("show", "display", "depict", "illustrat", "captur", "featur"),
     "source-but-not": ("not", "n't", "never", "nothing", "no ", "fail"),
     "found-nothing": ("i ", "we "),
     "source-covers-other": ("rather than", "instead of", ", not", ", but not", "as opposed to"),
@@ -541,6 +548,7 @@ COVERS_INSTEAD = re.compile(
     r"does|seems? to|appears? to|also|just|merely|solely|simply))*"
     r" (?:focus(?:es|ed)?|discuss(?:es|ed)?|covers?|covered|deals? with|dealt with|talks? about|"
     r"centers? (?:on|around)|centres? (?:on|around)|revolves? around|is about|are about|was about|"
+    r"be about|"
     r"were about|provides? (?:\w+ ){0,2}?(?:details|information|an overview|a summary|context)|"
     r"describes?|described|mentions? (?:other|only|the general|general)|highlights?|outlines?|"
     r"explores?|concerns?|is concerned with|are concerned with|pertains? to|relates? to|"

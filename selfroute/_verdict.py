@@ -376,14 +376,22 @@ _APOLOGY = re.compile(
     r"^(?:i'm sorry|i am sorry|i apologi[sz]e|sorry|apologies|my apologies)\b|"
     # a preamble that says nothing yet: "Sure!", "Thank you for providing the passages."
     r"^(?:sure|of course|great question|good question|thank you|thanks)\b[^.!?]{0,60}[.!?]*$|^(?:i'd|i would|i'll|i will) (?:be (?:happy|glad) "
-    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$|"
-    # a heading that only labels what follows: "## Answer", "**Response:**"
+    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$"
+)
+#: A restatement of the question before the verdict ("You asked about X.", "The CEO's salary?",
+#: "To answer this, I would need X."): it says nothing yet; what follows decides (like a
+#: description of the source, kind N).
+_RESTATEMENT = re.compile(
+    # a heading that only labels what follows ("## Answer", "**Response:**"), a list item's number
+    # on its own ("1." before "The context does not mention ...")
     r"^(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion|analysis|"
-    r"explanation|output)[:.!]?$|"
-    # a restatement of the question before the verdict: "You asked about X.", "X?"
+    r"explanation|output)[:.!]?$|^\d{1,2}[.)]?$|"
     r"^(?:you (?:asked|are asking|'re asking|want to know|wanted to know|inquired)|you've asked|"
     r"(?:the|your|this) (?:user'?s? )?question (?:asks|is asking|is about|concerns|was|wants)|"
-    r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$"
+    r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$|"
+    r"^to (?:answer|determine|find out|find|calculate|figure out|know|work out|say|tell)\b"
+    r"[^.!?]{0,100}\b(?:i|we|you|one) (?:would |will |first )?(?:need|needs|require|must|have to)\b"
+    r"[^.!?]{0,100}[.!?]*$"
 )
 _HEDGE = re.compile(
     r"^(?:however|but|although|though|still|that said|nonetheless|nevertheless|based on|"
@@ -566,7 +574,7 @@ def _kind(sentence: str, triggered: bool | None = None) -> str:
     if _contains(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
         return "X"
     core = _lead_stripped(sentence)
-    if _WORD.search(core) is None or COVERS_INSTEAD.search(core):
+    if _WORD.search(core) is None or COVERS_INSTEAD.search(core) or _RESTATEMENT.search(core):
         return "N"
     return "C"
 
@@ -828,6 +836,10 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
     return None
 
 
+#: ``_GIVES_UP`` needs one of these.
+_GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
+
+
 def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> bool:
     """Whether sentence ``i``, after content, gives up on the question itself.
 
@@ -837,7 +849,10 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     before it standing, and so does one that only qualifies it ("... in detail") or a
     hypothetical ("If the passages do not contain ..., my response would be ...").
     """
-    core = _lead_stripped(sentences[i])
+    sentence = sentences[i]
+    if not _contains(sentence, _GIVES_UP_GUARDS):
+        return False
+    core = _lead_stripped(sentence)
     m = _GIVES_UP.search(core)
     if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
         return False
