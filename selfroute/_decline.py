@@ -348,8 +348,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         rf"^(?:none|nothing|not|none was|none were|none is|none are)(?: {_ADV})? "
         rf"{_PARTICIPLE}\b|"
         # "Nothing about the CEO's salary.", "nothing on X in the passages" (no verb of its own)
-        r"^nothing (?:about|on|regarding|concerning|related to|as to) (?!.*\b(?:is|was|were|are|"
-        r"has|had|seems|seemed|could|would|will|can)\b)(?:[\w'-]+ ){0,6}?[\w'-]+[.!]?$",
+        r"^nothing (?:about|on|regarding|concerning|related to|as to) (?:(?:when|where|who|why|how|"
+        r"what|which|whether)\b[^.!?]{0,80}|(?!.*\b(?:is|was|were|are|has|had|seems|seemed|could|"
+        r"would|will|can)\b)(?:[\w'-]+ ){0,6}?[\w'-]+)[.!]?$",
     ),
     # "X is not mentioned.", "X is not specified in the passage", "X has not been (explicitly)
     # evaluated on Y in the provided paper"

@@ -176,6 +176,17 @@ def _sentence_ends(text: str) -> Iterator[int]:
         start = end
 
 
+def says_nothing_yet(text: str) -> bool:
+    """Whether every sentence of ``text`` only restates, describes the source or prefaces.
+
+    "You asked about the CEO's salary." or "The report covers the company's finances." decides
+    nothing: the next sentence makes it a decline or an answer (the streaming hold waits for it).
+    """
+    cleaned = _clean(strip_reasoning(text)[0])
+    sentences = _Sentences(cleaned, _norm(cleaned))
+    return all(sentences.kind(i) in "NP" for i in range(len(sentences)))
+
+
 def complete_sentences(text: str) -> str:
     """The opening of ``text`` that ends with a complete sentence (``""`` if none has ended yet).
 
@@ -460,7 +471,7 @@ _TRIGGER = re.compile(
     r"n't|\b(?:n(?:o(?:t|ne|thing|where|r)?|ever|either|/?a)|cannot|un(?:able|clear|certain|known|"
     r"answerable|related|fortunately)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
     r"nadequate|dea)|difficult|hard|beyond|outside|fail\w*|only|sorry|apologi\w+|afraid|need|"
-    r"require|omit\w*|leaves?|absent)\b"
+    r"require|omit\w*|leaves?|absent|rather|instead)\b"
 )
 
 
@@ -781,7 +792,12 @@ def _refusal_verdict(
         if (
             nxt is not None
             and sentences.kind(nxt) == "R"
-            and not _ONE_SOURCE.search(_lead_stripped(sentences[nxt]))
+            and (
+                # "Passage 1 discusses the cost, $5,000. Passage 3 does not mention it." answers;
+                # after a mere restatement ("You asked about X.") a per-passage decline declines
+                not _ONE_SOURCE.search(_lead_stripped(sentences[nxt]))
+                or all(_RESTATEMENT.search(_lead_stripped(sentences[i])) for i in range(first, nxt))
+            )
         ):
             return _opening_decline(sentences, nxt)
     head = sentences[first]
@@ -1423,6 +1439,10 @@ _STREAM_LEAD_INS = (
     "however,",
     "but ",
     "so,",
+    "note:",
+    "note that",
+    "important:",
+    "n.b.",
     "therefore,",
     "thus,",
     "sadly,",
@@ -1454,6 +1474,10 @@ def _strip_preamble(norm: str) -> tuple[str, bool]:
     return norm, False
 
 
+#: A list item's marker before its text ("- ", "2. ").
+_STREAM_LIST_MARK = re.compile(r"^(?:[-•+]|\d{1,2}[.)])(?: +|$)")
+
+
 def could_start_decline(
     prefix: str, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False
 ) -> bool:
@@ -1466,6 +1490,9 @@ def could_start_decline(
     """
     _check_sentinel(sentinel)
     norm = _norm(_clean(prefix)).lstrip(_QUOTES + "*_#>([ ")
+    if re.fullmatch(r"[-•+]|\d{1,2}[.)]?", norm):
+        return True  # "1." or "-": a list item's text has not come yet
+    norm = _STREAM_LIST_MARK.sub("", norm, count=1).lstrip(_QUOTES + "*_#>([ ")
     if not norm:
         return True
     sent = _norm(sentinel)
