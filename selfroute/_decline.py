@@ -135,6 +135,7 @@ INFO_VERBS: dict[str, tuple[str, str, str]] = {
     "shed any light on": ("sheds any light on", "shed any light on", "shed any light on"),
     "shed much light on": ("sheds much light on", "shed much light on", "shed much light on"),
     "get into": ("gets into", "got into", "gotten into"),
+    "break it down": ("breaks it down", "broke it down", "broken it down"),
     "hold": ("holds", "held", "held"),
     "relate to": ("relates to", "related to", "related to"),
     "pertain to": ("pertains to", "pertained to", "pertained to"),
@@ -521,6 +522,10 @@ SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
 )
 
 
+#: A negated verb of information opening a clause ("doesn't say", "it does not specify").
+NEGATED_VERB = re.compile(rf"^(?:(?:it|they|the \w+) )?{_NEGATION}{_ADVS} {_BASE}\b")
+
+
 @functools.cache
 def _shape(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
@@ -624,6 +629,7 @@ _WH_NOUNS: dict[str, tuple[str, ...]] = {
     "large": ("size",),
     "far": ("distance",),
 }
+_WH_WORDS = frozenset(("when", "where", "who", "whom", "whose", "why", "how"))
 #: Function words: never a modifier inside a source phrase, never what a question asks for.
 FUNCTION_WORDS = _words(
     "a about after an and are as at be because been before being but by can could did do does for "
@@ -640,7 +646,8 @@ _GENERIC = (
         "data mention answer question questions query passages passage text texts context document "
         "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
         "article report whether also other such further more much many enough sufficient regard "
-        "relation terms kind type sort user one"
+        "relation terms kind type sort user one figure figures number numbers amount amounts value "
+        "values anything something nothing"
     )
     | frozenset(w for adverb in ADVERBS for w in adverb.split())
 )
@@ -681,7 +688,7 @@ class QuestionShape:
         terms: Stems of the question's content words and of the nouns its wh-words ask for.
     """
 
-    __slots__ = ("about_source", "terms", "yes_no")
+    __slots__ = ("about_source", "terms", "words", "yes_no")
 
     def __init__(self, question: str) -> None:
         text = _SPACES.sub(" ", question.replace("’", "'").lower()).strip(" \"'*_`")
@@ -695,6 +702,7 @@ class QuestionShape:
         self.about_source = polar and bool(_ABOUT_SOURCE.search(text))
         extra = [n for w in words if w in _WH_NOUNS for n in _WH_NOUNS[w]]
         self.terms = content_stems(text) | frozenset(_stem(n) for n in extra)
+        self.words = frozenset(words)
 
     def asks_for(self, absent: str) -> bool:
         """Whether ``absent`` (what a decline says is missing) is what the question asks for.
@@ -703,6 +711,10 @@ class QuestionShape:
         a word of the question, or a noun its wh-word asks for ("when" -> *date*). "He was born in
         1900; *the cause of his death* is not mentioned" does not decline "When was he born?".
         """
+        for wh in _WH_WORDS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
+            # "... but doesn't say where": asked only if the question asks where (or for a place)
+            if wh not in self.words and not any(_stem(n) in self.terms for n in _WH_NOUNS[wh]):
+                return False
         stems = content_stems(absent)
         if not stems and _ANAPHORS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
             return False  # "the details on how to do this": a point of the answer, not the question

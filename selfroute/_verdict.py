@@ -18,6 +18,7 @@ from selfroute._decline import (
     COVERS_INSTEAD,
     FUNCTION_WORDS,
     GIVES_UP_QUESTION,
+    NEGATED_VERB,
     POINTER,
     SOURCE_DETERMINERS,
     SOURCE_HEADS,
@@ -636,6 +637,11 @@ _UNDECIDED = re.compile(
 )
 
 
+_NO_EVIDENCE = re.compile(
+    r"^there (?:is|was|'s) (?:no|not any) (?:\w+ )?(?:evidence|indication|proof|sign|suggestion)\b"
+)
+
+
 def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
     """Re-read the opening sentence of an answer to a yes/no question.
 
@@ -650,6 +656,8 @@ def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
         return "C"
     if kind == "R" and shape.about_source and _SOURCE_SUBJECT.search(core):
         return "C"
+    if kind == "R" and _NO_EVIDENCE.search(core) and not _UNDECIDED.search(core):
+        return "C"  # "There is no evidence (in the text) that he was present": the answer "no"
     return kind
 
 
@@ -807,6 +815,17 @@ def _refusal_verdict(
         clauses = _CONCESSION.split(head, maxsplit=1)
         if len(clauses) == 2 and _commits(clauses[0]):
             kind = "C"
+    if kind == "R" and shape is not None and not shape.yes_no:
+        # "The document says it took place on March 3, but doesn't say where." answers "When?"
+        parts = _BUT.split(head, maxsplit=1)
+        if len(parts) == 2 and not parts[0].startswith(("i ", "we ")) and _commits(parts[0]):
+            negated = NEGATED_VERB.match(parts[1])
+            if negated is not None:
+                asked = shape.asks_for(parts[1][negated.end() :])
+            else:
+                asked = _refusal_match(parts[1]) is None or _asks_for_absent(parts[1], shape)
+            if not asked:
+                kind = "C"
     if kind == "Q":
         return head
     if kind == "R":

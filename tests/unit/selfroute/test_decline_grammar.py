@@ -603,3 +603,38 @@ def test_with_a_hold_a_restatement_then_a_decline_is_never_shown(
     sniffer = sr.SentinelSniffer(hold_chars=80)
     shown = "".join(sniffer.feed(text[i : i + cut]) for i in range(0, len(text), cut))
     assert shown == "", (text, shown)
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    other=WORDS,
+    clause=st.sampled_from(
+        [
+            "{S}, but the passages do not mention the {o} budget.",
+            "{S}, but it does not specify the {o} budget.",
+            "{S}, but the {o} budget is not given.",
+            "The report says {s}, but doesn't give the {o} budget.",
+        ]
+    ),
+)
+def test_an_answer_but_an_absence_declines_only_when_the_absence_is_asked(
+    word: str, other: str, clause: str
+) -> None:
+    """ "X, but the passages do not mention Y": with the question known, an answer when Y was not
+    asked, a (partial) decline when it was; without the question, the safe default escalates."""
+    assume(word != other)
+    s = f"the {word} plant was built in 1901"
+    text = clause.format(S=s[0].upper() + s[1:], s=s, o=other)
+    assert sr.parse_verdict(text, question=f"When was the {word} plant built?").answered, text
+    assert sr.parse_verdict(text, question=f"What is the {other} budget?").declined, text
+    assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(word=WORDS, lead=st.sampled_from(["", "Based on the passages, "]))
+def test_no_evidence_that_x_answers_a_yes_no_question_about_x(word: str, lead: str) -> None:
+    text = f"{lead}There is no evidence in the text that the {word} was present."
+    assert sr.parse_verdict(text, question=f"Was the {word} present?").answered, text
+    open_question = f"{lead}There is no indication in the text whether the {word} was present."
+    assert sr.parse_verdict(open_question, question=f"Was the {word} present?").declined
