@@ -347,7 +347,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "terse",
         rf"^(?:none|nothing|not|none was|none were|none is|none are)(?: {_ADV})? "
-        rf"{_PARTICIPLE}\b|"
+        rf"{_PARTICIPLE}\b|^(?:unclear|uncertain|undetermined|indeterminate|not clear|not "
+        r"determinable)\b|"
         # "Nothing about the CEO's salary.", "nothing on X in the passages" (no verb of its own)
         r"^nothing (?:about|on|regarding|concerning|related to|as to) (?:(?:when|where|who|why|how|"
         r"what|which|whether)\b[^.!?]{0,80}|(?!.*\b(?:is|was|were|are|has|had|seems|seemed|could|"
@@ -404,7 +405,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "no-access",
         r"\b(?:i|we) (?:do not|don't|did not|didn't) have (?:\w+ ){0,3}?(?:context|information|"
-        r"details|data|access|knowledge|answer|specifics|figures|numbers)\b",
+        r"details|data|access|knowledge|answer|specifics|figures|numbers)\b|\b(?:i|we) (?:have|had|"
+        r"'ve) no (?:\w+ ){0,2}?(?:context|information|details|data|access|knowledge|answer|"
+        r"specifics|figures|numbers|way (?:of|to))\b",
     ),
     (
         "and-cannot-find",
@@ -420,7 +423,19 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "out-of-scope",
         r"\b(?:beyond|outside(?: of)?|not within|not in) the (?:\w+ ){0,1}?scope of (?:the |these "
-        rf"|this )?(?:\w+ ){{0,2}}?{_HEAD}\b",
+        rf"|this )?(?:\w+ ){{0,2}}?{_HEAD}\b|\b(?:falls?|fell|lies?|is|are) (?:\w+ )?outside(?: of)? "
+        rf"(?:the |these |this |your )?(?:[\w-]+ ){{0,2}}?{_HEAD}\b",
+    ),
+    # "The salary is unspecified in the text", "... remains undisclosed.", "is missing from the
+    # provided context": an adjective of absence (missing, absent, unknown only with the source)
+    (
+        "absent-adjective",
+        r"\b(?:is|are|was|were|remains?|remained|goes|go|went|seems?|appears?|stays?)(?: to be)?"
+        r"(?: (?:entirely|completely|largely|still|also|simply))? (?:un(?:available|specified|"
+        r"mentioned|stated|disclosed|reported|documented|addressed|determined)(?= *(?:$|[,;:.!?)]))|"
+        r"(?:un(?:available|specified|mentioned|stated|disclosed|reported|documented|addressed|"
+        r"determined)|missing|absent|unknown|lacking|not present) (?:in|from|within|throughout|"
+        rf"based on) (?:any of )?(?:the |these |this |your )?(?:[\w-]+ ){{0,2}}?{_HEAD}\b)",
     ),
     # "The excerpts do not allow me to determine ...", "does not allow a determination of ..."
     (
@@ -432,7 +447,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     # "That's not something the provided documents cover", "not something I can determine"
     (
         "not-something",
-        r"\bnot (?:something|anything|a (?:topic|subject|question|point|detail|matter)) (?:that |"
+        r"(?:\bnot|n't) (?:something|anything|a (?:topic|subject|question|point|detail|matter)) (?:that |"
         rf"which )?(?:(?:the|these|this|those|your|any) )?(?:[\w-]+ ){{0,2}}?{_HEAD}{_POST}"
         rf"{_ADVS}(?: (?:seems? to|appears? to))? {_ANY_VERB}\b|\bnot (?:something|anything) "
         rf"(?:that )?(?:i|we) (?:can|could|am able to|was able to) (?:\w+ ){{0,2}}?{_SEEK}\b",
@@ -496,7 +511,7 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
     "no-x-is-given": ("no ",),
     "no-x": ("no ",),
-    "terse": ("none", "nothing", "not"),
+    "terse": ("none", "nothing", "not", "unclear", "uncertain", "undetermin", "indetermin"),
     "passive-absence": ("not", "n't", "never", "cannot"),
     "passive-absence-in-retrieval": ("not", "n't", "never"),
     "inability": ("i ", "we "),
@@ -505,9 +520,32 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "no-access": ("i ", "we "),
     "and-cannot-find": ("n't", "not", "unable"),
     "source-not-specific": ("not", "unclear", "vague", "ambiguous", "inconclusive"),
-    "out-of-scope": ("scope",),
+    "out-of-scope": ("scope", "outside"),
+    "absent-adjective": (
+        "unavail",
+        "unspecif",
+        "unmention",
+        "unstat",
+        "undisclos",
+        "unreport",
+        "undocument",
+        "unaddress",
+        "undetermin",
+        "missing",
+        "absent",
+        "unknown",
+        "lacking",
+        "not present",
+    ),
     "source-does-not-allow": ("allow", "permit", "enable", "let"),
-    "not-something": ("not something", "not anything", "not a "),
+    "not-something": (
+        "not something",
+        "not anything",
+        "not a ",
+        "n't something",
+        "n't anything",
+        "n't a ",
+    ),
     "retrieved-source-negation": ("show", "display", "depict", "illustrat", "captur", "featur"),
     "source-but-not": ("not", "n't", "never", "nothing", "no ", "fail"),
     "found-nothing": ("i ", "we "),

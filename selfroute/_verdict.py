@@ -470,9 +470,10 @@ def _lead_stripped(sentence: str) -> str:
 #: engine tests once, instead of once per word.)
 _TRIGGER = re.compile(
     r"n't|\b(?:n(?:o(?:t|ne|thing|where|r)?|ever|either|/?a)|cannot|un(?:able|clear|certain|known|"
-    r"answerable|related|fortunately)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
+    r"answerable|related|fortunately|available|specified|mentioned|stated|disclosed|reported|"
+    r"documented|addressed|determined)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
     r"nadequate|dea)|difficult|hard|beyond|outside|fail\w*|only|sorry|apologi\w+|afraid|need|"
-    r"require|omit\w*|leaves?|absent|rather|instead)\b"
+    r"require|omit\w*|leaves?|absent|rather|instead|missing)\b"
 )
 
 

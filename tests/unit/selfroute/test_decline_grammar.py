@@ -443,6 +443,16 @@ CURRENT_DECLINES = [
     "Unfortunately, the provided passages do not shed any light on {x}.",
     "Based on the provided passages, it is unable to answer the question of {x}.",
     "Nothing about {x}.",
+    "{X} is unavailable in the provided documents.",
+    "{X} is missing from the provided context.",
+    "{X} remains unspecified.",
+    "{X} goes unmentioned in the documents.",
+    "{X} is absent from the provided text.",
+    "This falls outside the provided context.",
+    "Unclear from the context.",
+    "I have no information about {x} in the provided context.",
+    "I have no way of knowing {x} from these documents.",
+    "{X} isn't something the context covers.",
 ]
 #: Negative statements that answer (no question known): the negation is the content.
 CURRENT_ANSWERS = [
@@ -458,6 +468,8 @@ CURRENT_ANSWERS = [
     "I found the answer in passage 2: the {w} costs $5.",
     "The data does not show a significant difference between the groups.",
     "The passages provide enough information to answer the question: the {w} costs $5.",
+    "The {w} went missing in 1921, and the police searched the river.",
+    "Her father's name is unknown to the other characters until the last chapter.",
 ]
 WORDS = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=3, max_size=8)
 ITEMS = st.one_of(
