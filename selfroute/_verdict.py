@@ -859,6 +859,23 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             and not _NO_FURTHER.search(last)
         ):
             return sentences.phrase(count - 1)
+    # "<reasoning> ... Final answer: not specified in the document.": the labelled verdict decides
+    labelled = next(
+        (
+            i
+            for i in range(count - 1, first, -1)
+            if sentences[i].startswith(_ANSWER_STARTS) and _ANSWER_LABEL.match(sentences[i])
+        ),
+        None,
+    )
+    if (
+        labelled is not None
+        and sentences.refuses(labelled)
+        # not the answer to a question the model went on to invent ("Question: ...? Answer: ...")
+        and not sentences[labelled - 1].rstrip().endswith("?")
+        and not any(_QUESTION_LABEL.match(sentences[i]) for i in range(first, labelled))
+    ):
+        return sentences.phrase(labelled)
     if sentences.may_give_up:  # "... Unable to answer based on given passages."
         for i in range(first + 1, count):
             if _gives_up(sentences, i, shape):
@@ -874,6 +891,12 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
 
 #: ``_GIVES_UP`` needs one of these.
 _GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
+
+
+#: A label that states the verdict after reasoning ("Final answer:", "Answer:").
+_ANSWER_LABEL = re.compile(r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: is)? *:")
+_QUESTION_LABEL = re.compile(r"^(?:question|q)(?: \d+)? *:")
+_ANSWER_STARTS = ("final", "short", "my", "the", "answer", "verdict", "conclusion")
 
 
 def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> bool:

@@ -650,3 +650,22 @@ def test_no_evidence_that_x_answers_a_yes_no_question_about_x(word: str, lead: s
     assert sr.parse_verdict(text, question=f"Was the {word} present?").answered, text
     open_question = f"{lead}There is no indication in the text whether the {word} was present."
     assert sr.parse_verdict(open_question, question=f"Was the {word} present?").declined
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    label=st.sampled_from(["Answer:", "**Answer:**", "Final answer:", "The answer is:"]),
+    verdict=st.sampled_from([*TERSE, "The provided context does not specify the {w} budget."]),
+)
+def test_a_labelled_verdict_after_reasoning_decides(word: str, label: str, verdict: str) -> None:
+    """Reasoning first, then "Final answer: <decline>": the labelled verdict is the answer's."""
+    reasoning = f"The excerpts cover the {word} programme and its staff. They list three sites."
+    text = f"{reasoning}\n\n{label} {verdict.format(w=word)}"
+    assert sr.parse_verdict(text).declined, text
+    assert sr.parse_verdict(f"{reasoning}\n\n{label} $5,000.").answered
+    # an answer to a question the model invented after answering is not its verdict
+    invented = (
+        f"{reasoning}\n\nQuestion: What is the {word} budget?\n{label} {verdict.format(w=word)}"
+    )
+    assert sr.parse_verdict(invented).answered, invented
