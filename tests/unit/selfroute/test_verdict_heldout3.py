@@ -1,4 +1,4 @@
-"""Verdict parsing on blind held-out set 3: 400 RAGTruth answers scored once, on a frozen detector.
+"""Verdict parsing on RAGTruth set 3: 400 answers first scored blind, now a tuning set.
 
 Another engineer drew 100 rows per model (``random.Random(20261215)``, none of the 931 rows of
 ``ragtruth_labelled.jsonl`` and ``ragtruth_holdout2.jsonl``) and labelled them by reading, without
@@ -6,11 +6,14 @@ seeing the project's code, tests or docs. A second engineer labelled the same 40
 independently, also blind (``ragtruth_holdout3_second.jsonl``): the two agree on 398 of 400
 (Cohen's kappa 0.98). The primary labels are the first engineer's.
 
-The detector was frozen before this file entered the repository and the set was scored once
-(docs/verdict.md gives the scores). Its errors were not read. The floors sit just under those
-scores so that a rule change which loses accuracy on unseen outputs fails. The test prints only
-confusion counts, never misclassified rows: reading them would make this set tuning data (say so
-in docs/verdict.md if that ever happens).
+It was scored once as a held-out set on the detector frozen at 034bd1c (errors not read): default
+0.891 / 0.891, with the question 0.853 / 0.906 (docs/verdict.md keeps that row). The lead then
+promoted it to tuning data: its errors were read to diagnose why the set-2 round did not transfer
+("The set-3 round" in docs/verdict.md), and a fresh blind set 4 is the held-out one now. The
+floors sit just under the scores after that round (default 0.921 / 0.906, with the question
+0.922 / 0.922, RAGTruth sentinel 0.921 / 0.906, with both 0.922 / 0.922, strict with the sentinel
+0.938 / 0.703), so a rule change that loses accuracy here fails; ``-s`` prints the misclassified
+outputs.
 """
 
 from __future__ import annotations
@@ -76,20 +79,21 @@ def test_the_two_blind_labellers_agree() -> None:
 @pytest.mark.parametrize(
     ("settings", "min_precision", "min_recall"),
     [
-        ({}, 0.88, 0.88),
-        ({"with_question": True}, 0.85, 0.90),
-        ({"sentinel": RAGTRUTH_SENTINEL}, 0.88, 0.90),
-        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.85, 0.92),
+        ({}, 0.92, 0.90),
+        ({"with_question": True}, 0.92, 0.92),
+        ({"sentinel": RAGTRUTH_SENTINEL}, 0.92, 0.90),
+        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.92, 0.92),
         ({"sentinel": RAGTRUTH_SENTINEL, "strict": True}, 0.93, 0.70),
     ],
     ids=["default", "question", "sentinel", "sentinel+question", "strict+sentinel"],
 )
-def test_precision_and_recall_on_held_out_set_3(
+def test_precision_and_recall_on_ragtruth_set_3(
     settings: dict[str, Any], min_precision: float, min_recall: float
 ) -> None:
-    for name, rows in (("first", ROWS), ("second", _with_second_labels()), ("agreed", _agreed())):
+    for name, rows in (("second", _with_second_labels()), ("agreed", _agreed())):
         c = confusion(rows, **settings)
         print(f"\nset 3 ({name} labels) {settings}: tp={c.tp} fp={c.fp} fn={c.fn}")
     c = confusion(ROWS, **settings)
+    print("\n" + c.summary(f"RAGTruth set 3 (tuning) {settings}"))
     assert (c.precision or 0.0) >= min_precision
     assert (c.recall or 0.0) >= min_recall
