@@ -72,7 +72,9 @@ def _embedding(settings: Settings) -> EmbeddingChoice | None:
     return EmbeddingChoice.parse(kind, base_url=getattr(settings, "embedding_base_url", None))
 
 
-def _store(settings: Settings, *, chunk_words: int | None = None) -> DocumentStore:
+def _store(
+    settings: Settings, *, chunk_words: int | None = None, fast_reads: bool = False
+) -> DocumentStore:
     return DocumentStore(
         settings.store,
         settings.collection,
@@ -80,6 +82,7 @@ def _store(settings: Settings, *, chunk_words: int | None = None) -> DocumentSto
         embedding=_embedding(settings),
         chunk_words=chunk_words,
         embedding_base_url=getattr(settings, "embedding_base_url", None),
+        fast_reads=fast_reads,
     )
 
 
@@ -284,7 +287,7 @@ def _source(settings: Settings, doc: str | None) -> Any:
         )
     from selfroute.stores._retriever import HybridRetriever
 
-    store = _store(settings)
+    store = _store(settings, fast_reads=True)  # queries only: chromadb's bindings directly
     store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
     return store_source(HybridRetriever(store, mode=settings.retrieval, k=settings.k))
 
