@@ -301,15 +301,19 @@ class ReadClient:
 
 
 class OfflineQueryEmbedding:
-    """The ``offline`` embedding's query vectors without chromadb, exactly as its Chroma wrapper
-    (:func:`selfroute._embeddings.chroma_embedding_function`, default settings) returns them:
-    float32 values."""
+    """The ``offline`` embedding without chromadb, giving exactly the vectors its Chroma wrapper
+    (:func:`selfroute._embeddings.chroma_embedding_function`, default settings) gives: float32
+    values, for queries (``embed_query``) and texts (calling it)."""
 
     def __init__(self) -> None:
         from selfroute._embeddings import HashingEmbedding
 
         self._embedding = HashingEmbedding()
 
-    def embed_query(self, input: Sequence[str]) -> list[array[float]]:
+    def __call__(self, input: Sequence[str]) -> list[array[float]]:
         """One float32 vector per text."""
         return [array("f", self._embedding.embed(text)) for text in input]
+
+    def embed_query(self, input: Sequence[str]) -> list[array[float]]:
+        """One float32 vector per query (the same as calling it)."""
+        return self(input)

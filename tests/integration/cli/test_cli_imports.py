@@ -157,3 +157,19 @@ def test_ask_answers_with_provider_usage(store: Path, tmp_path: Path) -> None:
     assert "OAPEC" in out["answer"] and out["route"] == "rag"
     rag = out["steps"][0]
     assert rag["usage"]["source"] == "provider" and rag["usage"]["input_tokens"] > 0
+
+
+def test_ask_batch_imports_no_langchain(store: Path, tmp_path: Path) -> None:
+    from tests.integration.batch.corpus import respond
+    from tests.support.openai_batch_server import OpenAIBatchServer
+
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps(QUESTION) + "\n", encoding="utf-8")
+    with OpenAIBatchServer(respond) as server:
+        argv = ["ask", "--batch", str(questions), "--store", str(store)]
+        argv += ["--base-url", server.base_url, "--model", "gpt-4o-mini"]
+        env = {"SELFROUTE_BATCH_POLL_S": "0.01"}
+        _, modules = _imported(argv, tmp_path, **env)
+        assert len(server.created) >= 1
+    used = [m for m in _frameworks(modules) if m != "openai" and not m.startswith("openai.")]
+    assert not used, f"ask --batch imported {used[:10]}"  # the openai SDK: the batch backend's

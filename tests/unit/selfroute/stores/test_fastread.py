@@ -13,7 +13,12 @@ import pytest
 
 from selfroute.stores import DocumentStore, HybridRetriever
 from selfroute.stores import _fastread as fastread
-from selfroute.stores._embedding import EmbeddingChoice, create_embedding_function, embed_query
+from selfroute.stores._embedding import (
+    EmbeddingChoice,
+    create_embedding_function,
+    embed_documents,
+    embed_query,
+)
 
 MakeStore = Callable[..., DocumentStore]
 QUESTIONS = (
@@ -140,6 +145,8 @@ def test_the_offline_query_vector_is_the_chroma_functions(indexed: Path) -> None
     ours = fastread.OfflineQueryEmbedding()
     for question in QUESTIONS:
         assert embed_query(ours, choice, question) == embed_query(chroma, choice, question)
+    texts = [*QUESTIONS, "", "Ünïcode — and 42 numbers", "word " * 400]
+    assert embed_documents(ours, choice, texts) == embed_documents(chroma, choice, texts)
 
 
 @needs_tested
