@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
@@ -54,10 +54,15 @@ def _run(name: str) -> Any:
     return handler
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``selfroute`` command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``selfroute`` command.
+
+    Args:
+        command: Build only this subcommand's parser (``main`` passes the one on its command
+            line: a command does not pay for importing the others' options, such as ``eval``'s).
+            ``None``, or a name that is not a command: every subcommand.
+    """
     from selfroute import __version__
-    from selfroute.cli._config import add_settings
 
     parser = argparse.ArgumentParser(
         prog="selfroute",
@@ -68,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"selfroute {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _common()
+    chosen = [command] if command in _COMMANDS else list(_COMMANDS)
+    for name in chosen:
+        _COMMANDS[name](sub, common)
+    return parser
+
+
+def _add_index(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
 
     index = sub.add_parser(
         "index",
@@ -86,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("--json", action="store_true", help="print the report as JSON")
     add_settings(index, "index")
     index.set_defaults(func=_run("index"))
+
+
+def _add_ask(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
 
     ask = sub.add_parser(
         "ask",
@@ -108,6 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(ask, "ask")
     ask.set_defaults(func=_run("ask"))
 
+
+def _add_chat(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
     chat = sub.add_parser(
         "chat",
         parents=[common],
@@ -120,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(chat, "chat")
     chat.set_defaults(func=_run("chat"))
 
+
+def _add_stats(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
     stats = sub.add_parser(
         "stats",
         parents=[common],
@@ -130,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--json", action="store_true", help="print JSON")
     add_settings(stats, "stats")
     stats.set_defaults(func=_run("stats"))
+
+
+def _add_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
 
     migrate = sub.add_parser(
         "migrate",
@@ -150,12 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(migrate, "migrate")
     migrate.set_defaults(func=_run("migrate"))
 
-    _register_eval(sub)
 
+def _add_calibrate(sub: Any, common: argparse.ArgumentParser) -> None:
     from selfroute.cli._calibrate import add_parser as add_calibrate
 
     add_calibrate(sub, [common], _EPILOG)
-    return parser
 
 
 def _query_flags(parser: argparse.ArgumentParser) -> None:
@@ -181,6 +209,22 @@ def _register_eval(sub: Any) -> None:
     except ImportError:  # the eval extra or module is not there: no `eval` command
         return
     add_parser(sub)
+
+
+def _add_eval(sub: Any, common: argparse.ArgumentParser) -> None:
+    _register_eval(sub)
+
+
+#: Each subcommand, in the order ``--help`` lists them, with what adds its parser.
+_COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
+    "index": _add_index,
+    "ask": _add_ask,
+    "chat": _add_chat,
+    "stats": _add_stats,
+    "migrate": _add_migrate,
+    "eval": _add_eval,
+    "calibrate": _add_calibrate,
+}
 
 
 def _error(message: str, exc: BaseException | None = None, args: Any = None, code: int = 1) -> None:
@@ -224,8 +268,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     error is also written to stdout as ``{"event": "error", "error": {...}}``.
     """
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # the command is the first word (the top level has only --help and --version)
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
+    args = parser.parse_args(words)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
