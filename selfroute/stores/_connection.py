@@ -53,8 +53,9 @@ DOCUMENTS_SUFFIX = "__documents"
 #: Seconds to wait for another process's lock on the store's database (then a clear error).
 LOCK_TIMEOUT_S = 15.0
 
-#: 2: document records keep their fields as one JSON metadata value (``_records``).
-_SCHEMA = 2
+#: 2: document records keep their fields as one JSON metadata value; 3: chunk rows keep their
+#: text and fields in their metadata (``_rows``; rows of the older layouts are still read).
+_SCHEMA = 3
 _META_SCHEMA = "selfroute:schema"
 _META_EMBEDDING = "selfroute:embedding"
 _META_EMBEDDING_URL = "selfroute:embedding_base_url"

@@ -40,15 +40,8 @@ from selfroute.stores._errors import DocumentReadError
 from selfroute.stores._journal import Journal
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import LoadedDocument, read_document
-from selfroute.stores._records import (
-    PAGE,
-    TEXT_IN_CHUNK,
-    StoreReader,
-    file_entry,
-    files_of,
-    pack_record,
-    with_files,
-)
+from selfroute.stores._records import PAGE, StoreReader, file_entry, files_of, with_files
+from selfroute.stores._rows import TEXT_IN_CHUNK, pack_chunk, pack_record
 from selfroute.stores._writes import BatchWriter, PlannedWrite, of_docs
 
 __all__ = ["IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
@@ -415,17 +408,16 @@ class Indexer:
             for c in pieces:
                 write.chunk_ids.append(c.chunk_id)
                 write.chunk_texts.append(c.text)
-                write.chunk_metas.append(
-                    {
-                        "doc_id": c.doc_id,
-                        "source": source,
-                        "title": doc.title,
-                        "chunk_index": c.index,
-                        "start": c.start,
-                        "end": c.end,
-                        "words": c.word_count,
-                    }
-                )
+                fields = {
+                    "doc_id": c.doc_id,
+                    "source": source,
+                    "title": doc.title,
+                    "chunk_index": c.index,
+                    "start": c.start,
+                    "end": c.end,
+                    "words": c.word_count,
+                }
+                write.chunk_metas.append(pack_chunk(c.text, fields))
         texts = write.chunk_texts
         for start in range(0, len(texts), _EMBED_BATCH):
             part = texts[start : start + _EMBED_BATCH]
