@@ -7,7 +7,8 @@ complete run *from the same store folder on the same host* removes them. When th
 come (the writer's machine is gone, its folder was deleted), :func:`release_dead_writers` does
 the clean-up such a run would do, in its order: delete the chunks that have no document record
 (they are never served, but they are why readers check), clear the local journal, then remove
-the marks -- and only once no writer can still be running:
+the marks -- and only once no writer can still be running (a run that starts during the clean-up
+marks the collection before it writes, and is seen: see :func:`_delete_orphans`):
 
 * a writer of this store folder on this host holds the collection's writer lock while it runs:
   a held lock is always refused (and that writer's own mark is dead once the lock is free);
@@ -132,12 +133,28 @@ def _refusal(mark: WriterMark, host: str, own_key: str) -> str | None:
     return None
 
 
-def _delete_orphans(store: DocumentStore) -> int:
-    """Delete every chunk whose document has no record; returns how many."""
+def _delete_orphans(store: DocumentStore, seen_marks: set[str]) -> int:
+    """Delete every chunk whose document has no record; returns how many.
+
+    A writer elsewhere may start meanwhile: it marks the collection a lease before its first
+    chunk, so a mark that appeared during the scan means a chunk seen may be its own (refused);
+    and a run that finished meanwhile committed its chunks, so the candidates' records are read
+    again just before the delete.
+    """
     committed = set(store.committed_ids())
-    orphans = [
-        cid for cid, meta, _ in store._iter_chunks(False) if meta.get("doc_id") not in committed
+    candidates = [
+        (cid, str(meta.get("doc_id")))
+        for cid, meta, _ in store._iter_chunks(False)
+        if meta.get("doc_id") not in committed
     ]
+    appeared = sorted(set(marks_in(_fresh(store._conn).metadata)) - seen_marks)
+    if appeared:
+        raise StoreError(
+            f"not unlocking: writer mark {appeared[0]} appeared while the store was scanned: "
+            "another run has started; let it finish"
+        )
+    now = store._reader.committed_among([doc for _, doc in candidates])
+    orphans = [cid for cid, doc in candidates if doc not in now]
     chunks, _ = store._open()
     for start in range(0, len(orphans), PAGE):
         chunks.delete(ids=orphans[start : start + PAGE])
@@ -161,8 +178,8 @@ def release_dead_writers(store: DocumentStore, *, force: bool = False) -> Unlock
     """
     conn = store._conn
     report = UnlockReport(f"{conn.location} (collection {conn.collection_name!r})")
+    store._open()  # no store or collection: an error before the lock creates any folder
     with writer_lock(conn.path, conn.collection_name):  # a live local writer: refused here
-        store._open()
         host, own = socket.gethostname(), writer_key(conn.journal_path)
         marks = [parse_mark(k, v) for k, v in marks_in(_fresh(conn).metadata).items()]
         refusals = [r for r in (_refusal(m, host, own) for m in marks) if r is not None]
@@ -176,7 +193,7 @@ def release_dead_writers(store: DocumentStore, *, force: bool = False) -> Unlock
         journal = Journal(conn.journal_path)
         if marks or journal.path.exists():
             # readers check commit markers while a mark or journal is left: the orphans go first
-            report.orphan_chunks_removed = _delete_orphans(store)
+            report.orphan_chunks_removed = _delete_orphans(store, {m.key for m in marks})
         if journal.path.exists():
             journal.clear()
             report.journal_cleared = True

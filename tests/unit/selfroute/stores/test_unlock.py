@@ -141,3 +141,45 @@ def test_the_cli_reports_refuses_and_forces(
         report["marks_removed"][0]["host"] == "gone-host" and report["orphan_chunks_removed"] == 1
     )
     assert _state(indexed) == ({}, False, 0)
+
+
+def test_a_run_starting_or_finishing_during_the_scan_keeps_its_chunks(
+    indexed: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from selfroute.stores._rows import pack_record
+
+    dead = "selfroute:writer:000000000000dead"
+    _leave(indexed(), {dead: f"{socket.gethostname()} pid {_dead_pid()} {SINCE}"})
+    real_scan = DocumentStore._iter_chunks
+    started = "selfroute:writer:00000000000000ff"
+
+    def scan_while_a_writer_starts(self: DocumentStore, include_text: bool) -> object:
+        rows = list(real_scan(self, include_text))
+        chunks, _ = self._open()
+        chunks.modify(metadata={**dict(chunks.metadata or {}), started: f"far pid 1 {SINCE}"})
+        return iter(rows)
+
+    monkeypatch.setattr(DocumentStore, "_iter_chunks", scan_while_a_writer_starts)
+    with pytest.raises(StoreError, match=f"writer mark {started} appeared while"):
+        release_dead_writers(indexed())
+    assert _state(indexed)[1:] == (True, 1)  # nothing deleted, no mark removed
+    assert set(_state(indexed)[0]) == {dead, started}
+    monkeypatch.undo()
+
+    # the writer that started commits the chunk during the next scan: its chunk stays
+    def scan_while_a_writer_commits(self: DocumentStore, include_text: bool) -> object:
+        rows = list(real_scan(self, include_text))
+        _, documents = self._open()
+        documents.upsert(
+            ids=[ORPHAN[:-2]], metadatas=[pack_record({"path": "/far.txt"})], embeddings=[[1.0]]
+        )
+        return iter(rows)
+
+    monkeypatch.setattr(DocumentStore, "_iter_chunks", scan_while_a_writer_commits)
+    report = release_dead_writers(indexed(), force=True)
+    assert report.orphan_chunks_removed == 0 and {m.key for m in report.marks_removed} == {
+        dead,
+        started,
+    }
+    marks, chunk_kept, _ = _state(indexed)
+    assert marks == {} and chunk_kept and ORPHAN[:-2] in indexed().committed_ids()
