@@ -54,6 +54,32 @@ def _run(name: str) -> Any:
     return handler
 
 
+def _register_unlock(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``unlock`` command."""
+    from selfroute.cli._config import add_settings
+
+    unlock = sub.add_parser(
+        "unlock",
+        parents=[common],
+        help="clear what a dead `index`/`migrate` left: its writer mark, orphan chunks, journal",
+        description="A killed writer's mark on a server collection keeps every reader checking "
+        "commit markers until a complete run from the same folder and host removes it. This "
+        "deletes the chunks without a document record, clears the journal and removes the "
+        "marks -- refused while this folder's writer holds its lock, or while a mark's writer "
+        "may still be running (its process exists, or it ran on another host: --force).",
+        epilog=_EPILOG,
+    )
+    unlock.add_argument(
+        "--force",
+        action="store_true",
+        help="also remove marks this machine cannot check (another host, a process id in use): "
+        "you know those runs are over",
+    )
+    unlock.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(unlock, "unlock")
+    unlock.set_defaults(func=_run("unlock"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``selfroute`` command."""
     from selfroute import __version__
@@ -150,26 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(migrate, "migrate")
     migrate.set_defaults(func=_run("migrate"))
 
-    unlock = sub.add_parser(
-        "unlock",
-        parents=[common],
-        help="clear what a dead `index`/`migrate` left: its writer mark, orphan chunks, journal",
-        description="A killed writer's mark on a server collection keeps every reader checking "
-        "commit markers until a complete run from the same folder and host removes it. This "
-        "deletes the chunks without a document record, clears the journal and removes the "
-        "marks -- refused while this folder's writer holds its lock, or while a mark's writer "
-        "may still be running (its process exists, or it ran on another host: --force).",
-        epilog=_EPILOG,
-    )
-    unlock.add_argument(
-        "--force",
-        action="store_true",
-        help="also remove marks this machine cannot check (another host, a process id in use): "
-        "you know those runs are over",
-    )
-    unlock.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_settings(unlock, "unlock")
-    unlock.set_defaults(func=_run("unlock"))
+    _register_unlock(sub, common)
 
     _register_eval(sub)
 

@@ -24,7 +24,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from selfroute.stores._connection import _fresh
+from selfroute.stores._connection import StoreConnection, quiet_chroma
 from selfroute.stores._errors import StoreError
 from selfroute.stores._journal import Journal, writer_lock
 from selfroute.stores._records import PAGE
@@ -133,6 +133,13 @@ def _refusal(mark: WriterMark, host: str, own_key: str) -> str | None:
     return None
 
 
+def _current_metadata(conn: StoreConnection) -> dict[str, Any]:
+    """The chunk collection's metadata as Chroma has it now (not as it was opened)."""
+    with quiet_chroma():
+        collection = conn.client(create=False).get_collection(conn.collection_name)
+    return dict(collection.metadata or {})
+
+
 def _delete_orphans(store: DocumentStore, seen_marks: set[str]) -> int:
     """Delete every chunk whose document has no record; returns how many.
 
@@ -147,7 +154,7 @@ def _delete_orphans(store: DocumentStore, seen_marks: set[str]) -> int:
         for cid, meta, _ in store._iter_chunks(False)
         if meta.get("doc_id") not in committed
     ]
-    appeared = sorted(set(marks_in(_fresh(store._conn).metadata)) - seen_marks)
+    appeared = sorted(set(marks_in(_current_metadata(store._conn))) - seen_marks)
     if appeared:
         raise StoreError(
             f"not unlocking: writer mark {appeared[0]} appeared while the store was scanned: "
@@ -181,7 +188,7 @@ def release_dead_writers(store: DocumentStore, *, force: bool = False) -> Unlock
     store._open()  # no store or collection: an error before the lock creates any folder
     with writer_lock(conn.path, conn.collection_name):  # a live local writer: refused here
         host, own = socket.gethostname(), writer_key(conn.journal_path)
-        marks = [parse_mark(k, v) for k, v in marks_in(_fresh(conn).metadata).items()]
+        marks = [parse_mark(k, v) for k, v in marks_in(_current_metadata(conn)).items()]
         refusals = [r for r in (_refusal(m, host, own) for m in marks) if r is not None]
         if refusals and not force:
             raise StoreError(
