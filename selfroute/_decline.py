@@ -132,6 +132,10 @@ INFO_VERBS: dict[str, tuple[str, str, str]] = {
     "make clear": ("makes clear", "made clear", "made clear"),
     "make it clear": ("makes it clear", "made it clear", "made it clear"),
     "shed light on": ("sheds light on", "shed light on", "shed light on"),
+    "shed any light on": ("sheds any light on", "shed any light on", "shed any light on"),
+    "shed much light on": ("sheds much light on", "shed much light on", "shed much light on"),
+    "get into": ("gets into", "got into", "gotten into"),
+    "break it down": ("breaks it down", "broke it down", "broken it down"),
     "hold": ("holds", "held", "held"),
     "relate to": ("relates to", "related to", "related to"),
     "pertain to": ("pertains to", "pertained to", "pertained to"),
@@ -204,6 +208,21 @@ _PAST = _alt(v[1] for v in INFO_VERBS.values())
 _PARTICIPLE_INFO = _alt(v[2] for v in INFO_VERBS.values())
 _ANY_VERB = _alt([*INFO_VERBS, *(f for v in INFO_VERBS.values() for f in v)])
 _ABSENT = _alt(ABSENCE_NOUNS)
+#: Modifiers and post-modifiers that make a source one handed to the model ("the provided data").
+_HANDED = ("provided", "given", "supplied", "retrieved", "above", "attached", "shared", "following")
+#: Verbs that state content, but a decline only of a source handed to the model.
+_WEAK_VERB = _alt(["show", "display", "depict", "illustrate", "capture", "feature"])
+#: Giving up on the question itself ("unable to answer the question", "those parts of it").
+GIVES_UP_QUESTION = (
+    r"(?:\b(?:cannot|can't|can not|unable to|not able to|could not|couldn't|impossible to|not "
+    r"possible to)|(?:\bnot|n't|\bwithout|\blacks?|\blacking|\binsufficient|\bno) (?:\w+ ){0,3}?"
+    r"(?:information|details|context|data) to) "
+    r"(?:\w+ ){0,2}?(?:answer|respond to|address|fully answer) (?:the|this|your|that|those|these|"
+    r"some|other|the remaining|any) (?:\w+ ){0,2}?(?:questions?|query|(?:parts?|aspects?|portions?|"
+    r"halves|half) of (?:the|your|this) (?:question|query))\b|"
+    r"\bit (?:is|was) (?:unable|not able) to (?:\w+ ){0,2}?(?:answer|determine|find|say|tell|"
+    r"identify|state|conclude|confirm)\b"
+)
 #: Participles that state absence in a passive ("X is not *mentioned*", "no date is *given*").
 _PARTICIPLE = (
     r"(?:" + _PARTICIPLE_INFO[3:-1] + r"|found|known|available|present|contained|covered|"
@@ -259,12 +278,15 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "none-of-the-source",
         r"\b(?:none|neither|not one|no|nothing) (?:of |in |within |from |among )?"
         rf"(?:the |these |this |those |any )?(?:[\w-]+ ){{0,3}}?{_HEAD}{_POST}{_ADVS}"
-        rf"(?: (?:seems? to|appears? to|do|does|did|can|could))? {_ANY_VERB}\b",
+        rf"(?: (?:seems? to|appears? to|do|does|did|can|could))? {_ANY_VERB}\b|"
+        # "..., but none of them mention ...": the source named before, by a pronoun
+        rf"\b(?:none|neither|not one) of (?:them|these|those|it)(?: \w+)?{_ADVS} {_ANY_VERB}\b",
     ),
     (
         "nothing-in-the-source",
         r"\b(?:nothing|nowhere) (?:(?:is |was )?(?:in|within|from|throughout) )(?:the |these |this )?"
-        rf"(?:[\w-]+ ){{0,3}}?{_HEAD}\b",
+        rf"(?:[\w-]+ ){{0,3}}?{_HEAD}\b|\bnowhere (?:does|do|did|is|are|was|were) (?:the |these |"
+        rf"this |any )?(?:[\w-]+ ){{0,3}}?{_HEAD}\b",
     ),
     # "There is no (specific) discussion of", "there's no mention", "there seem to be no details"
     (
@@ -273,7 +295,12 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         r"been| remains?) (?:no|not any|not a|nothing|not enough|little|insufficient|not much|"
         r"not an?|zero|none) (?:\w+ ){0,3}?" + _ABSENT + r"\b|\bthere(?: is| are| was| were|'s)"
         r" not|\bthere (?:isn't|aren't|wasn't|weren't)(?: really)?(?: any| enough| a| an| much)? "
-        r"(?:\w+ ){0,3}?" + _ABSENT + r"\b",
+        r"(?:\w+ ){0,3}?"
+        + _ABSENT
+        + r"\b|\bthere (?:does not|doesn't|do not|don't|did not|didn't) "
+        r"(?:seem|appear) to (?:be|have been) (?:any |a |an |much |enough |sufficient )?(?:\w+ ){0,3}?"
+        + _ABSENT
+        + r"\b",
     ),
     (
         "nothing-about",
@@ -284,7 +311,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "not-in-the-source",
         r"\b(?:answer|information|details?|data|it|this|that|figure|number|date|name)(?: you "
-        r"(?:are|were) (?:looking|asking) for)? (?:is|are|was|were) not (?:\w+ )?(?:in|within|"
+        r"(?:are|were) (?:looking|asking) for| (?:requested|asked for|sought|needed|required|in "
+        r"question))?(?: (?:to|about|on|for|of|regarding) [\w'-]+(?: [\w'-]+){0,4}?)? (?:(?:is|are|"
+        r"was|were) not|isn't|aren't|wasn't|weren't) (?:\w+ )?(?:in|within|"
         rf"among|part of|contained in|present in|found in) (?:the |these |this |any )?(?:[\w-]+ )"
         rf"{{0,3}}?{_HEAD}\b|^(?:not|answer not|information not|data not) (?:\w+ )?(?:in|within|"
         rf"found in|present in|available in|included in|mentioned in|given in) (?:the |these )?"
@@ -295,7 +324,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "source-irrelevant",
         rf"\b{_HEAD}{_POST} (?:is|are|was|were|seems? to be|appears? to be) (?:\w+ )?(?:not "
         r"(?:relevant|related|pertinent|applicable)|irrelevant|unrelated|insufficient|not "
-        r"(?:sufficient|enough|adequate)|inadequate) (?:to|for)\b",
+        r"(?:sufficient|enough|adequate)|inadequate)(?: (?:to|for)\b| *[.!]?$)",
     ),
     (
         "source-only-other",
@@ -318,7 +347,12 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "terse",
         rf"^(?:none|nothing|not|none was|none were|none is|none are)(?: {_ADV})? "
-        rf"{_PARTICIPLE}\b",
+        rf"{_PARTICIPLE}\b|^(?:unclear|uncertain|undetermined|indeterminate|not clear|not "
+        r"determinable)\b|"
+        # "Nothing about the CEO's salary.", "nothing on X in the passages" (no verb of its own)
+        r"^nothing (?:about|on|regarding|concerning|related to|as to) (?:(?:when|where|who|why|how|"
+        r"what|which|whether)\b[^.!?]{0,80}|(?!.*\b(?:is|was|were|are|has|had|seems|seemed|could|"
+        r"would|will|can)\b)(?:[\w'-]+ ){0,6}?[\w'-]+)[.!]?$",
     ),
     # "X is not mentioned.", "X is not specified in the passage", "X has not been (explicitly)
     # evaluated on Y in the provided paper"
@@ -345,7 +379,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "inability",
         r"\b(?:i|we)(?: (?:really |simply |still |unfortunately ))?(?: (?:cannot|can't|can not|"
         r"could not|couldn't|am unable to|was unable to|were unable to|are unable to|'m unable to|"
-        r"am not able to|'m not able to|was not able to|were not able to|do not|don't|did not|"
+        r"am not able to|'m not able to|was not able to|were not able to|wasn't able to|"
+        r"weren't able to|am not able to|hasn't been able to|do not|don't|did not|"
         r"didn't|will not be able to|won't be able to|was not|'m not|am not|could not|"
         r"was unable|have been unable to|have not been able to|haven't been able to|had trouble|"
         rf"had difficulty|have no way to|have no way of)) (?:\w+ ){{0,3}}?{_SEEK}\b",
@@ -370,7 +405,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "no-access",
         r"\b(?:i|we) (?:do not|don't|did not|didn't) have (?:\w+ ){0,3}?(?:context|information|"
-        r"details|data|access|knowledge|answer|specifics|figures|numbers)\b",
+        r"details|data|access|knowledge|answer|specifics|figures|numbers)\b|\b(?:i|we) (?:have|had|"
+        r"'ve) no (?:\w+ ){0,2}?(?:context|information|details|data|access|knowledge|answer|"
+        r"specifics|figures|numbers|way (?:of|to))\b",
     ),
     (
         "and-cannot-find",
@@ -379,13 +416,80 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ),
     (
         "source-not-specific",
-        rf"\b{_HEAD}{_POST} (?:is|are|was|were) not (?:\w+ )?(?:specific|explicit|clear|"
-        r"definitive|conclusive|informative|detailed) (?:about|on|regarding|as to|concerning|in)\b",
+        rf"\b{_HEAD}{_POST} (?:is|are|was|were) (?:not (?:\w+ )?(?:specific|explicit|clear|"
+        r"definitive|conclusive|informative|detailed)|(?:\w+ )?(?:unclear|vague|ambiguous|"
+        r"inconclusive)) (?:about|on|regarding|as to|concerning|in)\b",
     ),
     (
         "out-of-scope",
         r"\b(?:beyond|outside(?: of)?|not within|not in) the (?:\w+ ){0,1}?scope of (?:the |these "
-        rf"|this )?(?:\w+ ){{0,2}}?{_HEAD}\b",
+        rf"|this )?(?:\w+ ){{0,2}}?{_HEAD}\b|\b(?:falls?|fell|lies?|is|are) (?:\w+ )?outside(?: of)? "
+        rf"(?:the |these |this |your )?(?:[\w-]+ ){{0,2}}?{_HEAD}\b",
+    ),
+    # "The salary is unspecified in the text", "... remains undisclosed.", "is missing from the
+    # provided context": an adjective of absence (missing, absent, unknown only with the source)
+    (
+        "absent-adjective",
+        r"\b(?:is|are|was|were|remains?|remained|goes|go|went|seems?|appears?|stays?)(?: to be)?"
+        r"(?: (?:entirely|completely|largely|still|also|simply))? (?:un(?:available|specified|"
+        r"mentioned|stated|disclosed|reported|documented|addressed|determined)(?= *(?:$|[,;:.!?)]))|"
+        r"(?:un(?:available|specified|mentioned|stated|disclosed|reported|documented|addressed|"
+        r"determined)|missing|absent|unknown|lacking|not present) (?:in|from|within|throughout|"
+        rf"based on) (?:any of )?(?:the |these |this |your )?(?:[\w-]+ ){{0,2}}?{_HEAD}\b)",
+    ),
+    # "The excerpts do not allow me to determine ...", "does not allow a determination of ..."
+    (
+        "source-does-not-allow",
+        rf"{_SUBJECT}{_ADVS} {_NEGATION}{_ADVS} (?:allow|permit|enable|let)(?: (?:me|us|one|you|"
+        rf"the reader|for))?(?: to)? (?:\w+ ){{0,2}}?(?:{_SEEK}|(?:a|an|any) (?:\w+ )?"
+        r"(?:determination|answer|conclusion|estimate))\b",
+    ),
+    # "That's not something the provided documents cover", "not something I can determine"
+    (
+        "not-something",
+        r"(?:\bnot|n't) (?:something|anything|a (?:topic|subject|question|point|detail|matter)) (?:that |"
+        rf"which )?(?:(?:the|these|this|those|your|any) )?(?:[\w-]+ ){{0,2}}?{_HEAD}{_POST}"
+        rf"{_ADVS}(?: (?:seems? to|appears? to))? {_ANY_VERB}\b|\bnot (?:something|anything) "
+        rf"(?:that )?(?:i|we) (?:can|could|am able to|was able to) (?:\w+ ){{0,2}}?{_SEEK}\b",
+    ),
+    # "The financial statement you shared doesn't show the salary": a verb that states content
+    # only for a source handed to the model ("The data does not show a difference" answers).
+    (
+        "retrieved-source-negation",
+        rf"(?:\b{_RHEAD}|\b(?:{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD}|\b{_HEAD} (?:{_alt(_HANDED)}|"
+        r"(?:that |which )?(?:you|i|we) (?:have )?(?:provided|shared|gave|supplied|attached)))"
+        rf"{_ADVS} {_NEGATION}{_ADVS} {_WEAK_VERB}\b",
+    ),
+    # "The context covers X but doesn't break down Y", "... talks about X but says nothing about Y"
+    (
+        "source-but-not",
+        rf"^(?:(?:the|these|this|those|your|any) )?(?:[\w-]+ ){{0,3}}?{_HEAD}{_POST}\b[^;]{{0,200}}? "
+        rf"(?:but|and|yet|while|though)(?: it| they| the \w+)?{_ADVS} (?:{_NEGATION}{_ADVS} "
+        rf"(?:{_BASE}|{_WEAK_VERB})|(?:{_THIRD}|{_BASE}|{_PAST}|makes?|made|has|have|contains?) "
+        r"(?:absolutely )?(?:nothing|no)) ",
+    ),
+    # "The passages focus on the city's history rather than its population", "..., not X"
+    (
+        "source-covers-other",
+        rf"^(?:(?:the|these|this|those|your) )?(?:[\w-]+ ){{0,2}}?{_HEAD}{_POST}(?: (?:only|mainly|"
+        r"mostly|primarily|largely|chiefly|instead|seem to|seems to|appear to|appears to))* "
+        r"(?:focus(?:es|ed)? (?:on|upon)|discuss(?:es|ed)?|cover(?:s|ed)?|describe(?:s|d)?|deals? "
+        r"with|talks? about|(?:is|are|was|were) about|cent(?:er|re)s? (?:on|around)|concentrates? "
+        r"on|address(?:es)?|pertains? to|relates? to)\b[^;]{0,160}?(?:,? rather than|,? instead "
+        r"of|, (?:but )?not|,? as opposed to)\b",
+    ),
+    # "I reviewed the documents but found no mention of ...", "I found nothing about ..."
+    (
+        "found-nothing",
+        r"\bi (?:\w+ ){0,8}?(?:found|find|see|saw|located|came across|spotted|noticed) (?:no|"
+        r"nothing|none)\b|\b(?:i|we) (?:\w+ ){0,8}?(?:found|find|see|saw|located|came across) no "
+        rf"(?:\w+ ){{0,2}}?{_ABSENT}\b",
+    ),
+    # "it is unable to answer the question", "not enough information to answer the question",
+    # "I am unable to answer those parts of the question": the question itself given up on
+    (
+        "gives-up-question",
+        GIVES_UP_QUESTION,
     ),
 )
 _NEG_WORDS = ("not", "n't", "never", "fail", "cannot")
@@ -402,12 +506,12 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "nothing-in-the-source": ("nothing", "nowhere"),
     "negative-existential": ("there",),
     "nothing-about": ("nothing",),
-    "not-in-the-source": ("not",),
+    "not-in-the-source": ("not", "n't"),
     "source-irrelevant": ("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
     "no-x-is-given": ("no ",),
     "no-x": ("no ",),
-    "terse": ("none", "nothing", "not"),
+    "terse": ("none", "nothing", "not", "unclear", "uncertain", "undetermin", "indetermin"),
     "passive-absence": ("not", "n't", "never", "cannot"),
     "passive-absence-in-retrieval": ("not", "n't", "never"),
     "inability": ("i ", "we "),
@@ -415,8 +519,38 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "unable": ("unable", "not able", "impossible", "cannot", "can't", "can not", "could"),
     "no-access": ("i ", "we "),
     "and-cannot-find": ("n't", "not", "unable"),
-    "source-not-specific": ("not",),
-    "out-of-scope": ("scope",),
+    "source-not-specific": ("not", "unclear", "vague", "ambiguous", "inconclusive"),
+    "out-of-scope": ("scope", "outside"),
+    "absent-adjective": (
+        "unavail",
+        "unspecif",
+        "unmention",
+        "unstat",
+        "undisclos",
+        "unreport",
+        "undocument",
+        "unaddress",
+        "undetermin",
+        "missing",
+        "absent",
+        "unknown",
+        "lacking",
+        "not present",
+    ),
+    "source-does-not-allow": ("allow", "permit", "enable", "let"),
+    "not-something": (
+        "not something",
+        "not anything",
+        "not a ",
+        "n't something",
+        "n't anything",
+        "n't a ",
+    ),
+    "retrieved-source-negation": ("show", "display", "depict", "illustrat", "captur", "featur"),
+    "source-but-not": ("not", "n't", "never", "nothing", "no ", "fail"),
+    "found-nothing": ("i ", "we "),
+    "source-covers-other": ("rather than", "instead of", ", not", ", but not", "as opposed to"),
+    "gives-up-question": ("question", "quer", "unable", "not able"),
 }
 #: ``(name, pattern, guards)``: a shape is tried only on text holding one of its guards, and its
 #: pattern is compiled the first time it is tried (compiling all of them costs a command-line
@@ -424,6 +558,10 @@ _GUARDS: dict[str, tuple[str, ...]] = {
 SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
     (name, pattern, _GUARDS[name]) for name, pattern in _SHAPES
 )
+
+
+#: A negated verb of information opening a clause ("doesn't say", "it does not specify").
+NEGATED_VERB = re.compile(rf"^(?:(?:it|they|the \w+) )?{_NEGATION}{_ADVS} {_BASE}\b")
 
 
 @functools.cache
@@ -454,6 +592,7 @@ COVERS_INSTEAD = re.compile(
     r"does|seems? to|appears? to|also|just|merely|solely|simply))*"
     r" (?:focus(?:es|ed)?|discuss(?:es|ed)?|covers?|covered|deals? with|dealt with|talks? about|"
     r"centers? (?:on|around)|centres? (?:on|around)|revolves? around|is about|are about|was about|"
+    r"be about|"
     r"were about|provides? (?:\w+ ){0,2}?(?:details|information|an overview|a summary|context)|"
     r"describes?|described|mentions? (?:other|only|the general|general)|highlights?|outlines?|"
     r"explores?|concerns?|is concerned with|are concerned with|pertains? to|relates? to|"
@@ -503,7 +642,23 @@ _WH_NOUNS: dict[str, tuple[str, ...]] = {
     "whom": ("name", "person", "identity"),
     "whose": ("name", "owner", "person"),
     "why": ("reason", "reasons", "cause", "causes", "motivation", "explanation", "purpose"),
-    "how": ("method", "way", "process", "procedure", "manner", "mechanism", "steps", "cause"),
+    "how": (
+        "method",
+        "way",
+        "process",
+        "procedure",
+        "manner",
+        "mechanism",
+        "steps",
+        "cause",
+        "instructions",
+        "guidance",
+        "directions",
+        "tips",
+        "advice",
+        "technique",
+        "ways",
+    ),
     "many": ("number", "count", "amount", "figure", "figures", "total", "quantity", "numbers"),
     "much": ("amount", "cost", "price", "figure", "figures", "number", "total", "value", "sum"),
     "long": ("time", "duration", "length", "period", "amount"),
@@ -512,6 +667,7 @@ _WH_NOUNS: dict[str, tuple[str, ...]] = {
     "large": ("size",),
     "far": ("distance",),
 }
+_WH_WORDS = frozenset(("when", "where", "who", "whom", "whose", "why", "how"))
 #: Function words: never a modifier inside a source phrase, never what a question asks for.
 FUNCTION_WORDS = _words(
     "a about after an and are as at be because been before being but by can could did do does for "
@@ -520,14 +676,21 @@ FUNCTION_WORDS = _words(
     "those to was we were what when where which while who whom whose why will with would you your"
 )
 #: Words that never name what is asked for ("the provided text does not give *specific details*").
-_GENERIC = FUNCTION_WORDS | _words(
-    "regarding concerning any some exact exactly specific specifically explicit explicitly direct "
-    "directly clear clearly precise precisely particular detailed details detail information info "
-    "data mention answer question questions query passages passage text texts context document "
-    "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
-    "article report whether also other such further more much many enough sufficient regard "
-    "relation terms kind type sort user one"
+_GENERIC = (
+    FUNCTION_WORDS
+    | _words(
+        "regarding concerning any some exact exactly specific specifically explicit explicitly direct "
+        "directly clear clearly precise precisely particular detailed details detail information info "
+        "data mention answer question questions query passages passage text texts context document "
+        "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
+        "article report whether also other such further more much many enough sufficient regard "
+        "relation terms kind type sort user one figure figures number numbers amount amounts value "
+        "values anything something nothing"
+    )
+    | frozenset(w for adverb in ADVERBS for w in adverb.split())
 )
+#: Pronouns that point back at something the answer said ("how to do *this*").
+_ANAPHORS = _words("this that these those it them such")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -563,7 +726,7 @@ class QuestionShape:
         terms: Stems of the question's content words and of the nouns its wh-words ask for.
     """
 
-    __slots__ = ("about_source", "terms", "yes_no")
+    __slots__ = ("about_source", "terms", "words", "yes_no")
 
     def __init__(self, question: str) -> None:
         text = _SPACES.sub(" ", question.replace("’", "'").lower()).strip(" \"'*_`")
@@ -577,6 +740,7 @@ class QuestionShape:
         self.about_source = polar and bool(_ABOUT_SOURCE.search(text))
         extra = [n for w in words if w in _WH_NOUNS for n in _WH_NOUNS[w]]
         self.terms = content_stems(text) | frozenset(_stem(n) for n in extra)
+        self.words = frozenset(words)
 
     def asks_for(self, absent: str) -> bool:
         """Whether ``absent`` (what a decline says is missing) is what the question asks for.
@@ -585,6 +749,12 @@ class QuestionShape:
         a word of the question, or a noun its wh-word asks for ("when" -> *date*). "He was born in
         1900; *the cause of his death* is not mentioned" does not decline "When was he born?".
         """
+        for wh in _WH_WORDS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
+            # "... but doesn't say where": asked only if the question asks where (or for a place)
+            if wh not in self.words and not any(_stem(n) in self.terms for n in _WH_NOUNS[wh]):
+                return False
         stems = content_stems(absent)
+        if not stems and _ANAPHORS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
+            return False  # "the details on how to do this": a point of the answer, not the question
         prefixes = {t[:5] for t in self.terms}
         return all(s in self.terms or s[:5] in prefixes for s in stems)

@@ -15,6 +15,7 @@ from selfroute._verdict import (
     complete_sentences,
     could_start_decline,
     parse_verdict,
+    says_nothing_yet,
     strip_reasoning,
 )
 
@@ -42,10 +43,24 @@ def _stream_clean(raw: str) -> tuple[str, bool]:
     low = stripped.lower()
     if low.startswith("<") and ">" not in low:
         return "", True  # a tag such as <think> may be forming
-    if low and any(label.startswith(low) and len(low) < len(label) for label in _LABELS):
-        return "", True
+    bare = low.lstrip("*_#> ")
+    if bare and any(label.startswith(bare) and len(bare) < len(label) for label in _LABELS):
+        return "", True  # "**Answer" may become "**Answer:**" or a heading
+    heading = _HEADING.match(stripped)
+    if heading is not None:  # "## Answer" on its own line: the detector skips it too
+        if "\n" not in heading.group(0):
+            return "", True
+        stripped = stripped[heading.end() :]
     stripped = _LEADING_LABEL.sub("", stripped, count=1)
     return stripped, False
+
+
+#: A heading line that only labels what follows ("## Answer", "**Response**").
+_HEADING = re.compile(
+    r"^[*_#> ]*(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion)"
+    r"[*_:. ]*(?:\n\s*|$)",
+    re.IGNORECASE,
+)
 
 
 _SPACE = re.compile(r"\s")
@@ -136,7 +151,8 @@ class SentinelSniffer:
         if _WORD.search(done):
             if done != self._checked:  # judged again only when another sentence has ended
                 self._checked = done
-                self._suspect = self._declines(done)
+                # "You asked about X." or "The report covers Y.": the next sentence decides
+                self._suspect = self._declines(done) or says_nothing_yet(done)
             return not self._suspect
         # Every opening of the sentence that ends a word, and the text so far as if its last word
         # were complete: "Her birth year is not mentioned" declines, and may arrive in one chunk

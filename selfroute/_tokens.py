@@ -159,6 +159,9 @@ _BUNDLED: dict[str, dict[str, Any]] = {
         ),
         "special_tokens": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        # the file with this hash lists its tokens by rank, 0, 1, 2, ... (tests/unit/selfroute/
+        # test_tokens.py parses the rank column to check): the ranks need not be parsed
+        "ranks_in_order": True,
     }
 }
 
@@ -174,7 +177,11 @@ def _bundled_encoding(tiktoken: Any, encoding: str) -> Any:
     fields = raw.split()
     if len(fields) % 2:
         raise ValueError(f"selfroute/data/{encoding}.tiktoken.gz is damaged (odd field count)")
-    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    tokens = map(binascii.a2b_base64, fields[0::2])
+    if spec.get("ranks_in_order"):
+        ranks = dict(zip(tokens, range(len(fields) // 2), strict=True))
+    else:  # pragma: no cover - every bundled file lists its ranks in order
+        ranks = dict(zip(tokens, map(int, fields[1::2]), strict=True))
     return tiktoken.Encoding(
         name=encoding,
         pat_str=spec["pat_str"],

@@ -17,11 +17,14 @@ from selfroute._decline import (
     ADVERBS,
     COVERS_INSTEAD,
     FUNCTION_WORDS,
+    GIVES_UP_QUESTION,
+    NEGATED_VERB,
     POINTER,
     SOURCE_DETERMINERS,
     SOURCE_HEADS,
     SOURCE_MODIFIERS,
     QuestionShape,
+    content_stems,
     decline_shape,
 )
 from selfroute._errors import ConfigurationError
@@ -172,6 +175,17 @@ def _sentence_ends(text: str) -> Iterator[int]:
                 continue
         yield end
         start = end
+
+
+def says_nothing_yet(text: str) -> bool:
+    """Whether every sentence of ``text`` only restates, describes the source or prefaces.
+
+    "You asked about the CEO's salary." or "The report covers the company's finances." decides
+    nothing: the next sentence makes it a decline or an answer (the streaming hold waits for it).
+    """
+    cleaned = _clean(strip_reasoning(text)[0])
+    sentences = _Sentences(cleaned, _norm(cleaned))
+    return all(sentences.kind(i) in "NP" for i in range(len(sentences)))
 
 
 def complete_sentences(text: str) -> str:
@@ -376,6 +390,21 @@ _APOLOGY = re.compile(
     r"^(?:sure|of course|great question|good question|thank you|thanks)\b[^.!?]{0,60}[.!?]*$|^(?:i'd|i would|i'll|i will) (?:be (?:happy|glad) "
     r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$"
 )
+#: A restatement of the question before the verdict ("You asked about X.", "The CEO's salary?",
+#: "To answer this, I would need X."): it says nothing yet; what follows decides (like a
+#: description of the source, kind N).
+_RESTATEMENT = re.compile(
+    # a heading that only labels what follows ("## Answer", "**Response:**"), a list item's number
+    # on its own ("1." before "The context does not mention ...")
+    r"^(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion|analysis|"
+    r"explanation|output)[:.!]?$|^\d{1,2}[.)]?$|"
+    r"^(?:you (?:asked|are asking|'re asking|want to know|wanted to know|inquired)|you've asked|"
+    r"(?:the|your|this) (?:user'?s? )?question (?:asks|is asking|is about|concerns|was|wants)|"
+    r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$|"
+    r"^to (?:answer|determine|find out|find|calculate|figure out|know|work out|say|tell)\b"
+    r"[^.!?]{0,100}\b(?:i|we|you|one) (?:would |will |first )?(?:need|needs|require|must|have to)\b"
+    r"[^.!?]{0,100}[.!?]*$"
+)
 _HEDGE = re.compile(
     r"^(?:however|but|although|though|still|that said|nonetheless|nevertheless|based on|"
     r"according to|judging by|from the context)\b|^(?:it|they|the (?:\w+ ){0,2}?\w+) "
@@ -390,7 +419,7 @@ _GIVES_UP = re.compile(
     r"^(?:i am |i'm |we are )?(?:unable|not able) to answer\b|\b(?:cannot|can't|can not|"
     r"unable to|not able to|could not|couldn't) (?:\w+ ){0,2}?(?:answer|respond to) (?:the|this|"
     r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
-    r"answered\b"
+    r"answered\b|" + GIVES_UP_QUESTION
 )
 _CONCLUSION = re.compile(
     r"^(?:therefore|so|thus|hence|consequently|as a result|as such|in conclusion|overall)\b"
@@ -404,7 +433,8 @@ _LEAD = re.compile(
     r"mentioning)(?: that)?|here(?:'s| is) (?:the |my |an )?(?:answer|response)[^:]{0,80}?:|"
     r"(?:i'm|i am) (?:sorry|afraid)|i apologi[sz]e(?: for (?:any|the) (?:confusion|"
     r"inconvenience))?|my apologies|apologies|sadly|alas|again|upon (?:careful )?review|"
-    r"unfortunately for you|to be (?:honest|clear|precise)|i see|hmm|well|okay|ok)"
+    r"unfortunately for you|to be (?:honest|clear|precise)|i see|hmm|well|okay|ok|"
+    r"(?:note|n\.?b\.?|important|disclaimer|caveat|update|edit|p\.?s\.?) *:)"
     r"(?:\s*[,:]?\s+but)?\s*[,:]?\s+|"
     r"(?:after (?:carefully )?(?:reading|reviewing|checking|examining|analy[sz]ing|going "
     r"through|looking (?:at|through|over)|searching|scanning)|upon (?:carefully )?(?:reading|"
@@ -422,7 +452,8 @@ _LEAD_STARTS = (
     "apolog", "sadly", "alas", "again", "upon", "to be", "i see", "hmm", "well", "ok", "i must",
     "i have to", "i need to", "i should", "i'd like", "i would like", "let me", "please note",
     "note that", "it is important", "it's important", "it is worth", "it's worth", "here",
-    "after", "based", "according", "judging", "looking", "from ", "within ",
+    "after", "based", "according", "judging", "looking", "from ", "within ", "note", "n.b", "nb",
+    "important", "disclaimer", "caveat", "update", "edit", "p.s", "ps",
 )  # fmt: skip
 
 
@@ -439,9 +470,10 @@ def _lead_stripped(sentence: str) -> str:
 #: engine tests once, instead of once per word.)
 _TRIGGER = re.compile(
     r"n't|\b(?:n(?:o(?:t|ne|thing|where|r)?|ever|either|/?a)|cannot|un(?:able|clear|certain|known|"
-    r"answerable|related|fortunately)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
+    r"answerable|related|fortunately|available|specified|mentioned|stated|disclosed|reported|"
+    r"documented|addressed|determined)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
     r"nadequate|dea)|difficult|hard|beyond|outside|fail\w*|only|sorry|apologi\w+|afraid|need|"
-    r"require|omit\w*|leaves?|absent)\b"
+    r"require|omit\w*|leaves?|absent|rather|instead|missing)\b"
 )
 
 
@@ -489,7 +521,16 @@ def _refusal_phrase(sentence: str) -> str | None:
         if inner and inner != core:
             return _refusal_match(inner)
     m = _UNFORTUNATELY.search(sentence)
-    return m.group(0) if m else None
+    if m:
+        return m.group(0)
+    # "Salary: not specified.", "- **Bonus:** None mentioned.": the value of a short label
+    label, colon, _ = core[:_LABEL_CHARS].partition(": ")
+    if colon and len(label.split()) <= 5:
+        return _refusal_match(core[len(label) + 2 :])
+    return None
+
+
+_LABEL_CHARS = 60
 
 
 #: Substrings without which a pattern cannot match (cheap guards before the searches).
@@ -546,7 +587,7 @@ def _kind(sentence: str, triggered: bool | None = None) -> str:
     if _contains(sentence, _POINTER_GUARDS) and POINTER.search(sentence):
         return "X"
     core = _lead_stripped(sentence)
-    if _WORD.search(core) is None or COVERS_INSTEAD.search(core):
+    if _WORD.search(core) is None or COVERS_INSTEAD.search(core) or _RESTATEMENT.search(core):
         return "N"
     return "C"
 
@@ -580,10 +621,25 @@ _SOURCE_SUBJECT = re.compile(
 
 _ONE_SOURCE = re.compile(
     r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
-    r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
+    r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:passages|chunks|excerpts|documents|sources|paragraphs|"
+    r"sections) \d+(?:,? (?:and|&|or) \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
     r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
     r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
     r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
+)
+
+
+#: After "No,": the question left open ("it is not clear whether ...", "do not say if ...").
+_UNDECIDED = re.compile(
+    r"\b(?:whether|if)\b|\b(?:not (?:\w+ )?(?:clear|possible|certain|sure|known|determinable)|"
+    r"unclear|uncertain|impossible|unable|(?:cannot|can't|can not|could not|couldn't) (?:\w+ )?"
+    r"(?:determine|tell|say|confirm|answer|know)|no (?:\w+ )?(?:information|mention|details|data)|"
+    r"(?:don't|do not) know)\b"
+)
+
+
+_NO_EVIDENCE = re.compile(
+    r"^there (?:is|was|'s) (?:no|not any) (?:\w+ )?(?:evidence|indication|proof|sign|suggestion)\b"
 )
 
 
@@ -594,10 +650,15 @@ def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
     not mention BERT" when the question asks what the paper mentions.
     """
     core = _lead_stripped(sentence)
-    if _POLAR_ANSWER.search(core):
+    m = _POLAR_ANSWER.search(core)
+    if m:
+        if kind == "R" and core.startswith("no") and _UNDECIDED.search(core, m.end()):
+            return kind  # "No, it is not clear whether he left": no verdict on the question
         return "C"
     if kind == "R" and shape.about_source and _SOURCE_SUBJECT.search(core):
         return "C"
+    if kind == "R" and _NO_EVIDENCE.search(core) and not _UNDECIDED.search(core):
+        return "C"  # "There is no evidence (in the text) that he was present": the answer "no"
     return kind
 
 
@@ -607,6 +668,11 @@ def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
     if _ONE_SOURCE.search(_lead_stripped(sentence)):
         return False  # "Passage 3 does not mention it": another passage may have answered
     return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
+
+
+#: A list item's marker: "- ", "* ", "• ", "3. ", "2) ".
+_BULLET = re.compile(r"^(?:[-*•+]|\d{1,2}[.)])\s+")
+_BULLET_STARTS = frozenset("-*•+0123456789")
 
 
 class _Sentences:
@@ -628,8 +694,12 @@ class _Sentences:
         self._triggers: list[bool | None] = [None if maybe else False] * len(self._raw)
         self._refusals: list[bool | None] = [None if maybe else False] * len(self._raw)
         #: Whether any sentence can give up on the question (``_GIVES_UP`` needs these words).
-        self.may_give_up = ("answer" in flat and ("able" in flat or "question" in flat)) or (
-            "respond" in flat and "question" in flat
+        self.may_give_up = (
+            ("answer" in flat and ("able" in flat or "question" in flat))
+            or ("respond" in flat and "question" in flat)
+            or ("question" in flat and ("address" in flat or "part" in flat))
+            or "it is unable" in flat
+            or "it was unable" in flat
         )
 
     def __len__(self) -> int:
@@ -638,8 +708,15 @@ class _Sentences:
     def __getitem__(self, i: int) -> str:
         norm = self._norms[i]
         if norm is None:
-            norm = self._norms[i] = _norm(self._raw[i])
+            norm = _norm(self._raw[i])
+            if norm[:1] in _BULLET_STARTS:  # "- not specified.", "2. the passages do not ..."
+                norm = _BULLET.sub("", norm, count=1) or norm
+            self._norms[i] = norm
         return norm
+
+    def raw(self, i: int) -> str:
+        """Sentence ``i`` as written."""
+        return self._raw[i]
 
     def triggered(self, i: int) -> bool:
         """Whether sentence ``i`` contains a decline word (``_TRIGGER``)."""
@@ -719,6 +796,19 @@ def _refusal_verdict(
     kind = sentences.kind(first)
     if kind == "X":
         kind = "C"  # "To prepare, you should consult your doctor ...": an instruction
+    if kind == "N":  # "The report covers the company's finances. It does not give the salary."
+        nxt = next((i for i in range(first + 1, count) if sentences.kind(i) not in "NP"), None)
+        if (
+            nxt is not None
+            and sentences.kind(nxt) == "R"
+            and (
+                # "Passage 1 discusses the cost, $5,000. Passage 3 does not mention it." answers;
+                # after a mere restatement ("You asked about X.") a per-passage decline declines
+                not _ONE_SOURCE.search(_lead_stripped(sentences[nxt]))
+                or all(_RESTATEMENT.search(_lead_stripped(sentences[i])) for i in range(first, nxt))
+            )
+        ):
+            return _opening_decline(sentences, nxt)
     head = sentences[first]
     if shape is not None and shape.yes_no:
         kind = _polar_kind(head, kind, shape)
@@ -726,6 +816,17 @@ def _refusal_verdict(
         clauses = _CONCESSION.split(head, maxsplit=1)
         if len(clauses) == 2 and _commits(clauses[0]):
             kind = "C"
+    if kind == "R" and shape is not None and not shape.yes_no:
+        # "The document says it took place on March 3, but doesn't say where." answers "When?"
+        parts = _BUT.split(head, maxsplit=1)
+        if len(parts) == 2 and not parts[0].startswith(("i ", "we ")) and _commits(parts[0]):
+            negated = NEGATED_VERB.match(parts[1])
+            if negated is not None:
+                asked = shape.asks_for(parts[1][negated.end() :])
+            else:
+                asked = _refusal_match(parts[1]) is None or _asks_for_absent(parts[1], shape)
+            if not asked:
+                kind = "C"
     if kind == "Q":
         return head
     if kind == "R":
@@ -758,9 +859,26 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             and not _NO_FURTHER.search(last)
         ):
             return sentences.phrase(count - 1)
+    # "<reasoning> ... Final answer: not specified in the document.": the labelled verdict decides
+    labelled = next(
+        (
+            i
+            for i in range(count - 1, first, -1)
+            if sentences[i].startswith(_ANSWER_STARTS) and _ANSWER_LABEL.match(sentences[i])
+        ),
+        None,
+    )
+    if (
+        labelled is not None
+        and sentences.refuses(labelled)
+        # not the answer to a question the model went on to invent ("Question: ...? Answer: ...")
+        and not sentences[labelled - 1].rstrip().endswith("?")
+        and not any(_QUESTION_LABEL.match(sentences[i]) for i in range(first, labelled))
+    ):
+        return sentences.phrase(labelled)
     if sentences.may_give_up:  # "... Unable to answer based on given passages."
         for i in range(first + 1, count):
-            if _GIVES_UP.search(_lead_stripped(sentences[i])) and sentences.refuses(i):
+            if _gives_up(sentences, i, shape):
                 return sentences.phrase(i)
     if shape is not None and not shape.yes_no:
         for i in range(first + 1, count):
@@ -768,6 +886,88 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
                 if any(_concludes(sentences[j]) for j in range(i + 1, count)):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
+    return None
+
+
+#: ``_GIVES_UP`` needs one of these.
+_GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
+
+
+#: A label that states the verdict after reasoning ("Final answer:", "Answer:").
+_ANSWER_LABEL = re.compile(r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: is)? *:")
+_QUESTION_LABEL = re.compile(r"^(?:question|q)(?: \d+)? *:")
+_ANSWER_STARTS = ("final", "short", "my", "the", "answer", "verdict", "conclusion")
+
+
+def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> bool:
+    """Whether sentence ``i``, after content, gives up on the question itself.
+
+    "Unable to answer based on given passages." does; so does a give-up scoped to the asked-for
+    item ("... whether X", "... about X", or a colon and a list of X), the question known. A
+    give-up scoped to something else (without the question: scoped at all) leaves the answer
+    before it standing, and so does one that only qualifies it ("... in detail") or a
+    hypothetical ("If the passages do not contain ..., my response would be ...").
+    """
+    sentence = sentences[i]
+    if not _contains(sentence, _GIVES_UP_GUARDS):
+        return False
+    core = _lead_stripped(sentence)
+    m = _GIVES_UP.search(core)
+    if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
+        return False
+    scope = _gives_up_scope(sentences, i, core[m.end() :])
+    if scope is None:
+        # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
+        return not _scoped_to_passages(sentences, i)
+    return bool(scope) and shape is not None and not shape.yes_no and shape.asks_for(scope)
+
+
+#: What a give-up is "based on": not its scope.
+_SCOPE_BASIS = re.compile(
+    r"^[\s,]*(?:(?:based|solely|only|purely|entirely|just) )*(?:on|from|with|using|in|given) (?:the "
+    r"|these |this |any )?(?:(?:information|details?) )?(?:\w+ ){0,2}?(?:passages?|context|text|"
+    r"documents?|excerpts?|information|sources?|chunks?|data|material)\b(?: (?:provided|"
+    r"given|alone|above|available))?|^[\s,]*(?:alone|here|at this time|at the moment)\b"
+)
+_SCOPE_END = re.compile(r"[,;:(]\s*(?:so|as|because|since|which|and|but|therefore|thus)\b|[.!?;]")
+#: A give-up that qualifies the answer given ("cannot answer the question in detail").
+_DEGREE = re.compile(
+    r"^[\s,]*(?:in (?:more |greater |full |further )?detail|in full|fully|completely|"
+    r"comprehensively|definitively|exhaustively|precisely|exactly|more (?:specifically|precisely|"
+    r"fully|accurately)|with (?:certainty|precision|more detail|complete accuracy)|any further|"
+    r"beyond (?:this|that|what))\b"
+)
+_SCOPE_START = re.compile(
+    r"^[\s,:]*(?:whether|if|about|regarding|concerning|on|for|as to|in regard to|with regard to|"
+    r"related to|how|what|why|when|where|who|which)\b"
+)
+#: A conditional: "If the passages did not contain X, my response would be ...".
+_HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
+
+
+def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
+    """What the give-up sentence ``i`` is scoped to (``rest``: its text after the give-up).
+
+    Returns ``None`` when it gives up on the question as a whole, ``""`` when it only qualifies
+    the answer ("... in detail"), else the text naming what could not be answered: a clause
+    after the give-up, or the items listed after a colon.
+    """
+    rest = _SCOPE_BASIS.sub("", rest, count=1)
+    if _DEGREE.match(rest):
+        return ""
+    end = _SCOPE_END.search(rest)
+    clause = rest[: end.start()] if end else rest
+    if _SCOPE_START.match(clause) and content_stems(clause):
+        return clause
+    if clause.strip(" .:,\"'"):
+        return None  # more words, not a scope: "... as the passages do not say"
+    if sentences.raw(i).rstrip(" *_").endswith(":"):  # "Unable to answer ...:" and a list
+        listed = " ".join(sentences[j] for j in range(i + 1, min(i + 4, len(sentences))))
+        return listed or None
+    # A bare give-up stays one even when the next sentence names what is missing ("... The
+    # passages do not provide X"): on the labelled RAGTruth answers that X is mostly the question
+    # itself in other words ("how to level the post", "other benefits"), which its words cannot
+    # tell from a narrower case the question did not ask ("stuffed pork chops").
     return None
 
 
@@ -855,6 +1055,48 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
     return None
 
 
+def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShape | None) -> bool:
+    """Whether every sentinel after an answer is scoped to something else (see :func:`_gives_up`).
+
+    "<answer> Unable to answer based on the given passages whether X." leaves the answer standing
+    when X is not what was asked (without the question: when X is named at all), as does a
+    sentinel in a hypothetical ("If ..., my response would be 'Unable to answer ...'"). A sentinel
+    that opens the output, or stands bare after it, is the model's verdict.
+    """
+    sent = _norm(sentinel)
+    if flat.startswith(sent):
+        return False
+    sentences = _Sentences(cleaned, flat)
+    first = next((i for i in range(len(sentences)) if sentences.kind(i) != "P"), None)
+    found = [i for i in range(len(sentences)) if sent in sentences[i]]
+    if first is None or not found or found[0] <= first or sentences.kind(first) != "C":
+        return False
+    for i in found:
+        core = _lead_stripped(sentences[i])
+        pos = core.find(sent)
+        if pos < 0:
+            return False
+        if _HYPOTHETICAL.search(core, 0, pos):
+            continue
+        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
+        if scope is None:
+            if _scoped_to_passages(sentences, i):
+                continue
+            return False
+        if scope and shape is not None and not shape.yes_no and shape.asks_for(scope):
+            return False
+    return True
+
+
+def _scoped_to_passages(sentences: _Sentences, i: int) -> bool:
+    """Whether the sentence after ``i`` scopes it to some passages ("... in passages 2 and 4")."""
+    return (
+        i + 1 < len(sentences)
+        and sentences.refuses(i + 1)
+        and _ONE_SOURCE.search(_lead_stripped(sentences[i + 1])) is not None
+    )
+
+
 @functools.lru_cache(maxsize=256)
 def _question_shape(question: str) -> QuestionShape:
     return QuestionShape(question)
@@ -935,11 +1177,11 @@ def parse_verdict(
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
     flat = _norm(cleaned)
+    shape = _question_shape(question) if question and question.strip() else None
     matched = _sentinel_verdict(cleaned, sentinel, flat)
-    if matched is not None:
+    if matched is not None and not _sentinel_scoped(cleaned, flat, sentinel, shape):
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
-        shape = _question_shape(question) if question and question.strip() else None
         phrase = _refusal_verdict(cleaned, shape, flat)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)
@@ -1240,6 +1482,10 @@ _STREAM_LEAD_INS = (
     "however,",
     "but ",
     "so,",
+    "note:",
+    "note that",
+    "important:",
+    "n.b.",
     "therefore,",
     "thus,",
     "sadly,",
@@ -1271,6 +1517,10 @@ def _strip_preamble(norm: str) -> tuple[str, bool]:
     return norm, False
 
 
+#: A list item's marker before its text ("- ", "2. ").
+_STREAM_LIST_MARK = re.compile(r"^(?:[-•+]|\d{1,2}[.)])(?: +|$)")
+
+
 def could_start_decline(
     prefix: str, *, sentinel: str = DEFAULT_SENTINEL, strict: bool = False
 ) -> bool:
@@ -1283,6 +1533,9 @@ def could_start_decline(
     """
     _check_sentinel(sentinel)
     norm = _norm(_clean(prefix)).lstrip(_QUOTES + "*_#>([ ")
+    if re.fullmatch(r"[-•+]|\d{1,2}[.)]?", norm):
+        return True  # "1." or "-": a list item's text has not come yet
+    norm = _STREAM_LIST_MARK.sub("", norm, count=1).lstrip(_QUOTES + "*_#>([ ")
     if not norm:
         return True
     sent = _norm(sentinel)

@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
@@ -54,8 +54,133 @@ def _run(name: str) -> Any:
     return handler
 
 
-def _register_unlock(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The ``unlock`` command."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``selfroute`` command.
+
+    Args:
+        command: Build only this subcommand's parser (``main`` passes the one on its command
+            line: a command does not pay for importing the others' options, such as ``eval``'s).
+            ``None``, or a name that is not a command: every subcommand.
+    """
+    from selfroute import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="selfroute",
+        description="Self-Route (Li et al., EMNLP 2024): answer from retrieved chunks, fall back "
+        "to the whole document only when the model declines -- and see the tokens it saved.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"selfroute {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common()
+    chosen = [command] if command in _COMMANDS else list(_COMMANDS)
+    for name in chosen:
+        _COMMANDS[name](sub, common)
+    return parser
+
+
+def _add_index(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    index = sub.add_parser(
+        "index",
+        parents=[common],
+        help="index .txt/.md/.html/.pdf files into the store (idempotent, crash-safe)",
+        description="Read, chunk (300 words), embed and store files and folders; re-running "
+        "adds nothing, a changed file replaces its old chunks, --prune removes deleted files.",
+        epilog=_EPILOG,
+    )
+    index.add_argument("paths", nargs="+", metavar="PATH", help="files and folders to index")
+    index.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove documents under PATH whose files are gone or no longer readable",
+    )
+    index.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(index, "index")
+    index.set_defaults(func=_run("index"))
+
+
+def _add_ask(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    ask = sub.add_parser(
+        "ask",
+        parents=[common],
+        help="answer a question with Self-Route over the store (or one --doc file)",
+        description="Retrieve the top-k chunks and ask the model to answer from them or write "
+        "'unanswerable'; only then answer again from the whole document(s). Prints the answer, "
+        "the route and why, tokens per step, the always-long-context counterfactual, the ratio "
+        "and the latency.",
+        epilog=_EPILOG,
+    )
+    ask.add_argument("question", nargs="*", metavar="QUESTION", help="the question ('-': stdin)")
+    _query_flags(ask)
+    ask.add_argument(
+        "--batch",
+        metavar="FILE.jsonl",
+        help="answer every question of FILE.jsonl through the provider's batch API (half the "
+        "price, within 24 h; resumable: the job state is kept in FILE.jsonl.job.json)",
+    )
+    add_settings(ask, "ask")
+    ask.set_defaults(func=_run("ask"))
+
+
+def _add_chat(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        help="ask questions interactively over the store (EOF or 'exit' ends)",
+        description="An interactive loop over the same store; each answer is reported like "
+        "`selfroute ask`. Questions are read from stdin when it is not a terminal.",
+        epilog=_EPILOG,
+    )
+    _query_flags(chat)
+    add_settings(chat, "chat")
+    chat.set_defaults(func=_run("chat"))
+
+
+def _add_stats(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    stats = sub.add_parser(
+        "stats",
+        parents=[common],
+        help="what the store holds: documents, chunks, words, embedding, BM25 index",
+        epilog=_EPILOG,
+    )
+    stats.add_argument("--documents", action="store_true", help="list every document")
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    add_settings(stats, "stats")
+    stats.set_defaults(func=_run("stats"))
+
+
+def _add_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    migrate = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="copy the collection (documents, chunks, embeddings, BM25 index) to a Chroma server",
+        description="Copy the store's collection -- every committed document, its chunks with "
+        "their embeddings (nothing is embedded again) and the BM25 index -- to a `chroma run` "
+        "server; then use it with --chroma-url URL. Re-running completes an interrupted copy.",
+        epilog=_EPILOG,
+    )
+    migrate.add_argument(
+        "--to-server", required=True, metavar="URL", help="the Chroma server (http://host:port)"
+    )
+    migrate.add_argument(
+        "--to-collection", metavar="NAME", help="collection name there (default: the same)"
+    )
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(migrate, "migrate")
+    migrate.set_defaults(func=_run("migrate"))
+
+
+def _add_unlock(sub: Any, common: argparse.ArgumentParser) -> None:
     from selfroute.cli._config import add_settings
 
     unlock = sub.add_parser(
@@ -80,110 +205,10 @@ def _register_unlock(sub: Any, common: argparse.ArgumentParser) -> None:
     unlock.set_defaults(func=_run("unlock"))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``selfroute`` command."""
-    from selfroute import __version__
-    from selfroute.cli._config import add_settings
-
-    parser = argparse.ArgumentParser(
-        prog="selfroute",
-        description="Self-Route (Li et al., EMNLP 2024): answer from retrieved chunks, fall back "
-        "to the whole document only when the model declines -- and see the tokens it saved.",
-        epilog=_EPILOG,
-    )
-    parser.add_argument("--version", action="version", version=f"selfroute {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = _common()
-
-    index = sub.add_parser(
-        "index",
-        parents=[common],
-        help="index .txt/.md/.html/.pdf files into the store (idempotent, crash-safe)",
-        description="Read, chunk (300 words), embed and store files and folders; re-running "
-        "adds nothing, a changed file replaces its old chunks, --prune removes deleted files.",
-        epilog=_EPILOG,
-    )
-    index.add_argument("paths", nargs="+", metavar="PATH", help="files and folders to index")
-    index.add_argument(
-        "--prune",
-        action="store_true",
-        help="remove documents under PATH whose files are gone or no longer readable",
-    )
-    index.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_settings(index, "index")
-    index.set_defaults(func=_run("index"))
-
-    ask = sub.add_parser(
-        "ask",
-        parents=[common],
-        help="answer a question with Self-Route over the store (or one --doc file)",
-        description="Retrieve the top-k chunks and ask the model to answer from them or write "
-        "'unanswerable'; only then answer again from the whole document(s). Prints the answer, "
-        "the route and why, tokens per step, the always-long-context counterfactual, the ratio "
-        "and the latency.",
-        epilog=_EPILOG,
-    )
-    ask.add_argument("question", nargs="*", metavar="QUESTION", help="the question ('-': stdin)")
-    _query_flags(ask)
-    ask.add_argument(
-        "--batch",
-        metavar="FILE.jsonl",
-        help="answer every question of FILE.jsonl through the provider's batch API (half the "
-        "price, within 24 h; resumable: the job state is kept in FILE.jsonl.job.json)",
-    )
-    add_settings(ask, "ask")
-    ask.set_defaults(func=_run("ask"))
-
-    chat = sub.add_parser(
-        "chat",
-        parents=[common],
-        help="ask questions interactively over the store (EOF or 'exit' ends)",
-        description="An interactive loop over the same store; each answer is reported like "
-        "`selfroute ask`. Questions are read from stdin when it is not a terminal.",
-        epilog=_EPILOG,
-    )
-    _query_flags(chat)
-    add_settings(chat, "chat")
-    chat.set_defaults(func=_run("chat"))
-
-    stats = sub.add_parser(
-        "stats",
-        parents=[common],
-        help="what the store holds: documents, chunks, words, embedding, BM25 index",
-        epilog=_EPILOG,
-    )
-    stats.add_argument("--documents", action="store_true", help="list every document")
-    stats.add_argument("--json", action="store_true", help="print JSON")
-    add_settings(stats, "stats")
-    stats.set_defaults(func=_run("stats"))
-
-    migrate = sub.add_parser(
-        "migrate",
-        parents=[common],
-        help="copy the collection (documents, chunks, embeddings, BM25 index) to a Chroma server",
-        description="Copy the store's collection -- every committed document, its chunks with "
-        "their embeddings (nothing is embedded again) and the BM25 index -- to a `chroma run` "
-        "server; then use it with --chroma-url URL. Re-running completes an interrupted copy.",
-        epilog=_EPILOG,
-    )
-    migrate.add_argument(
-        "--to-server", required=True, metavar="URL", help="the Chroma server (http://host:port)"
-    )
-    migrate.add_argument(
-        "--to-collection", metavar="NAME", help="collection name there (default: the same)"
-    )
-    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_settings(migrate, "migrate")
-    migrate.set_defaults(func=_run("migrate"))
-
-    _register_unlock(sub, common)
-
-    _register_eval(sub)
-
+def _add_calibrate(sub: Any, common: argparse.ArgumentParser) -> None:
     from selfroute.cli._calibrate import add_parser as add_calibrate
 
     add_calibrate(sub, [common], _EPILOG)
-    return parser
 
 
 def _query_flags(parser: argparse.ArgumentParser) -> None:
@@ -209,6 +234,23 @@ def _register_eval(sub: Any) -> None:
     except ImportError:  # the eval extra or module is not there: no `eval` command
         return
     add_parser(sub)
+
+
+def _add_eval(sub: Any, common: argparse.ArgumentParser) -> None:
+    _register_eval(sub)
+
+
+#: Each subcommand, in the order ``--help`` lists them, with what adds its parser.
+_COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
+    "index": _add_index,
+    "ask": _add_ask,
+    "chat": _add_chat,
+    "stats": _add_stats,
+    "migrate": _add_migrate,
+    "unlock": _add_unlock,
+    "eval": _add_eval,
+    "calibrate": _add_calibrate,
+}
 
 
 def _error(message: str, exc: BaseException | None = None, args: Any = None, code: int = 1) -> None:
@@ -252,8 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     error is also written to stdout as ``{"event": "error", "error": {...}}``.
     """
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # the command is the first word (the top level has only --help and --version)
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
+    args = parser.parse_args(words)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2

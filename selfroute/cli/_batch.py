@@ -16,11 +16,64 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from selfroute._batch import BatchEvent, BatchOutcome, batch_cost_report
+from selfroute._batch import (
+    BatchEvent,
+    BatchJob,
+    BatchOutcome,
+    OpenAIBatchBackend,
+    batch_cost_report,
+)
 from selfroute._batch._ledger import results_of
 from selfroute._errors import ConfigurationError, InvalidInputError
+from selfroute.cli._models import ModelSpec, credential
 
-__all__ = ["job_file_for", "read_questions", "run_ask_batch"]
+__all__ = [
+    "CoreBatchRoute",
+    "job_file_for",
+    "openai_batch_backend",
+    "read_questions",
+    "run_ask_batch",
+]
+
+
+def openai_batch_backend(rag: ModelSpec, lc: ModelSpec, *, temperature: float) -> Any:
+    """The OpenAI Batch API backend of ``ask --batch`` (an OpenAI-compatible server's with
+    ``--base-url``), set as the LangChain adapter sets it for ``ChatOpenAI`` with the same model,
+    server, key and temperature.
+
+    Raises:
+        MissingCredentialsError: No API key and no ``--base-url``.
+    """
+    # as ChatOpenAI: --base-url, else OPENAI_API_BASE (the SDK reads OPENAI_BASE_URL itself)
+    base_url = rag.base_url or os.environ.get("OPENAI_API_BASE") or None
+    return OpenAIBatchBackend(
+        rag.name,
+        long_context_model=lc.name,
+        base_url=base_url,
+        api_key=credential(rag, "--model"),
+        options={"temperature": temperature},
+    )
+
+
+class CoreBatchRoute:
+    """``ask``'s :class:`~selfroute.cli._route.CliRoute` as a batch job: the core's
+    :class:`selfroute.BatchJob` with the same step handler (retrieval, long context) and settings.
+
+    Args:
+        route: The ``ask`` route (its ``config`` and ``handler``).
+        backend: The provider's batch API.
+    """
+
+    def __init__(self, route: Any, backend: Any) -> None:
+        self.route = route
+        self.config = route.config
+        self.backend = backend
+
+    def batch_job(self, items: Any, **options: Any) -> BatchJob:
+        """The job of ``items`` (``job_file``, ``on_event``: as :class:`selfroute.BatchJob`)."""
+        return BatchJob(
+            items, handler=self.route.handler, backend=self.backend, config=self.config, **options
+        )
 
 
 def job_file_for(questions: str | os.PathLike[str]) -> Path:

@@ -4,8 +4,8 @@
 hybrid retriever (or BM25 over one ``--doc`` file), with the store's full documents as the long
 context and framework-free model clients (:mod:`selfroute.cli._clients`): no LangChain, no
 ``openai`` SDK is imported for an OpenAI-compatible server or the offline reader. ``ask --batch``
-uses the LangChain adapter (:class:`langchain_selfroute.SelfRoute`), whose batch jobs run on the
-provider's batch API. No routing logic lives here.
+runs the same route as the core's :class:`selfroute.BatchJob` on the OpenAI Batch API (with a
+``google:`` model, the LangChain adapter's batch jobs). No routing logic lives here.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def _embedding(settings: Settings) -> EmbeddingChoice | None:
     return EmbeddingChoice.parse(kind, base_url=getattr(settings, "embedding_base_url", None))
 
 
-def _store(settings: Settings, *, chunk_words: int | None = None) -> DocumentStore:
+def _store(
+    settings: Settings, *, chunk_words: int | None = None, fast_reads: bool = False
+) -> DocumentStore:
     return DocumentStore(
         settings.store,
         settings.collection,
@@ -81,6 +83,7 @@ def _store(settings: Settings, *, chunk_words: int | None = None) -> DocumentSto
         embedding=_embedding(settings),
         chunk_words=chunk_words,
         embedding_base_url=getattr(settings, "embedding_base_url", None),
+        fast_reads=fast_reads,
     )
 
 
@@ -306,7 +309,7 @@ def _source(settings: Settings, doc: str | None) -> Any:
         )
     from selfroute.stores._retriever import HybridRetriever
 
-    store = _store(settings)
+    store = _store(settings, fast_reads=True)  # queries only: chromadb's bindings directly
     store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
     return store_source(HybridRetriever(store, mode=settings.retrieval, k=settings.k))
 
@@ -331,7 +334,22 @@ def _session(settings: Settings, doc: str | None) -> _Session:
 
 
 def _batch_session(settings: Settings, doc: str | None) -> _Session:
-    """``ask --batch``: the LangChain adapter's :class:`~langchain_selfroute.SelfRoute`, whose
+    """``ask --batch``: the core's :class:`selfroute.BatchJob` over ``ask``'s own step handler
+    and settings, on the OpenAI Batch API (or a compatible server's); a ``google:`` model goes
+    through the LangChain adapter (:func:`_langchain_batch_session`), whose online client it
+    uses anyway."""
+    rag_spec, lc_spec = _specs(settings, doc)
+    if rag_spec.provider != "openai" or lc_spec.provider != "openai":
+        return _langchain_batch_session(settings, doc)
+    from selfroute.cli._batch import CoreBatchRoute, openai_batch_backend
+
+    session = _session(settings, doc)
+    backend = openai_batch_backend(rag_spec, lc_spec, temperature=settings.temperature)
+    return replace(session, route=CoreBatchRoute(session.route, backend))
+
+
+def _langchain_batch_session(settings: Settings, doc: str | None) -> _Session:
+    """``ask --batch`` on the LangChain adapter's :class:`~langchain_selfroute.SelfRoute`, whose
     batch jobs run on the provider's batch API."""
     rag_spec, lc_spec = _specs(settings, doc)
     common = _model_options(settings)

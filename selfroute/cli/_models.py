@@ -1,6 +1,6 @@
 """Model specs (``openai:NAME``, ``google:NAME``, ``offline``, ``NAME`` + base URL), their keys, and
-LangChain chat models from them (``eval``, ``ask --batch``; the framework-free clients of ``ask``
-and ``chat`` are in :mod:`selfroute.cli._clients`).
+LangChain chat models from them (``eval``, ``ask --batch`` with a ``google:`` model; the
+framework-free clients of ``ask`` and ``chat`` are in :mod:`selfroute.cli._clients`).
 
 A missing API key is a :class:`~selfroute.stores.MissingCredentialsError` naming the variable to
 set and the ``--base-url`` alternative -- raised before any network call.

@@ -23,6 +23,7 @@ from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
+from selfroute.stores._fastread import OfflineQueryEmbedding, ReadClient, open_read_client
 from selfroute.stores._health import (
     DATABASE_FILE,
     catchable,
@@ -163,6 +164,44 @@ def _get_or_create(
     )
 
 
+def _documents(client: Any, docs_name: str, chunks_name: str) -> Any:
+    """The documents collection (created if missing, except by a read-only client)."""
+    if isinstance(client, ReadClient):
+        return client.get_collection(docs_name)
+    with quiet_chroma():
+        return _get_or_create(
+            client,
+            docs_name,
+            embedding_function=None,
+            metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": chunks_name},
+            hnsw=_RECORDS_HNSW,
+        )
+
+
+#: ``chromadb`` and its settings before they are needed (a reader may not need them at all).
+_NOT_YET: tuple[Any, Any] = (None, None)
+
+
+def _chromadb() -> tuple[Any, Any]:
+    """The ``chromadb`` module and the settings selfroute opens its clients with."""
+    try:
+        import chromadb
+        from chromadb.config import Settings
+    except ImportError as exc:
+        raise MissingDependencyError("chromadb", "chroma") from exc
+    return chromadb, Settings(anonymized_telemetry=False)
+
+
+def _drop_reader(conn: StoreConnection, *, fast_reads: bool = True) -> None:
+    """Close ``conn``'s read-only client, so the next call opens the ``chromadb`` client: for a
+    write, or a collection the reader cannot open (``fast_reads=False`` keeps it so)."""
+    reader, conn._client = conn._client, None
+    conn._chunks = conn._documents = conn._function = None
+    conn.fast_reads = fast_reads and conn.fast_reads
+    if reader is not None:
+        reader.close()
+
+
 def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
     """A ``chromadb.HttpClient`` for ``http(s)://host:port``."""
     parts = _server_url(url)
@@ -186,6 +225,8 @@ def _drop_cached_system(client: Any) -> None:
     the system up by folder on every call and move to the new one; the old one is not stopped
     (a call of theirs may be running on it) and is freed when nothing uses it.
     """
+    if isinstance(client, ReadClient):
+        return  # no shared system: the next reader opens the database afresh
     try:
         from chromadb.api.shared_system_client import SharedSystemClient
 
@@ -306,6 +347,8 @@ class StoreConnection:
         self._max_batch: int | None = None
         self._marks: CollectionMarks | None = None
         self._writing = False
+        #: Read an embedded store through :mod:`._fastread` when it opens (queries only).
+        self.fast_reads = False
 
     @property
     def location(self) -> str:
@@ -328,15 +371,15 @@ class StoreConnection:
         return bm25.with_name(f".{bm25.name}.journal")
 
     def client(self, create: bool) -> Any:
-        """The ``chromadb`` client, connected on first use."""
+        """The ``chromadb`` client, connected on first use; with :attr:`fast_reads`, for reads
+        of an embedded store, a :class:`~selfroute.stores._fastread.ReadClient` if it opens
+        (a write later moves to the ``chromadb`` client)."""
         if self._client is not None:
-            return self._client
-        try:
-            import chromadb
-            from chromadb.config import Settings
-        except ImportError as exc:
-            raise MissingDependencyError("chromadb", "chroma") from exc
-        settings = Settings(anonymized_telemetry=False)
+            if not (create and self.reads_fast):
+                return self._client
+            _drop_reader(self)
+        fast = self.fast_reads and not create and not self.chroma_url
+        chromadb, settings = _NOT_YET if fast else _chromadb()
         if self.chroma_url:
             self._client = _http_client(chromadb, settings, self.chroma_url)
             return self._client
@@ -352,6 +395,11 @@ class StoreConnection:
             folder, self.read_only = snapshot(self.path), True  # Chroma must write to open
         else:
             check_not_locked(folder / DATABASE_FILE, self.lock_timeout_s, str(self.path))
+        if fast:
+            self._client = open_read_client(folder)
+            if self._client is not None:
+                return self._client
+            chromadb, settings = _chromadb()
         try:
             with quiet_chroma():
                 self._client = chromadb.PersistentClient(path=str(folder), settings=settings)
@@ -361,6 +409,11 @@ class StoreConnection:
             raise explain_failure(exc, str(self.path), "opening") from exc
         return self._client
 
+    @property
+    def reads_fast(self) -> bool:
+        """Whether the open client is the read-only :class:`~._fastread.ReadClient`."""
+        return isinstance(self._client, ReadClient)
+
     def open(self, create: bool = False) -> tuple[Any, Any]:
         """The chunk and document collections, opened (and with ``create``, created) once.
 
@@ -368,13 +421,13 @@ class StoreConnection:
             CollectionNotFoundError: No store or no collection (and not ``create``).
             EmbeddingMismatchError: A different embedding than recorded was asked for.
         """
-        if self._chunks is not None:
+        if self._chunks is not None and not (create and self.reads_fast):
             return self._chunks, self._documents
         client = self.client(create)
-        # collections created with the offline function reopen only once it is registered
-        from selfroute._embeddings import chroma_embedding_function
+        if not self.reads_fast:  # collections created with the offline function reopen only
+            from selfroute._embeddings import chroma_embedding_function  # once it is registered
 
-        chroma_embedding_function()
+            chroma_embedding_function()
         name = self.collection_name
         docs_name = name + DOCUMENTS_SUFFIX
         existing = _collection_names(client, self.location)
@@ -392,14 +445,10 @@ class StoreConnection:
         else:
             with quiet_chroma():
                 chunks = client.get_collection(name)
-        with quiet_chroma():
-            documents = _get_or_create(
-                client,
-                docs_name,
-                embedding_function=None,
-                metadata={_META_SCHEMA: _SCHEMA, "selfroute:chunks": name},
-                hnsw=_RECORDS_HNSW,
-            )
+        if self.reads_fast and docs_name not in existing:  # to be created: not by a reader
+            _drop_reader(self, fast_reads=False)
+            return self.open(create)
+        documents = _documents(client, docs_name, name)
         self._check_recorded(dict(chunks.metadata or {}))
         self._chunks, self._documents = chunks, documents
         if self._writing and self.chroma_url:
@@ -511,7 +560,8 @@ class StoreConnection:
     def embedding_function(self) -> Any:
         """The collection's embedding function, created on first use."""
         if self._function is None:
-            self._function = self._factory(self.embedding)
+            offline = self.reads_fast and self.embedding.kind == "offline"
+            self._function = OfflineQueryEmbedding() if offline else self._factory(self.embedding)
         return self._function
 
     @contextlib.contextmanager

@@ -81,6 +81,12 @@ class DocumentStore:
         embedding_base_url: OpenAI-compatible server for an ``openai`` embedding (overrides
             the one recorded with the collection).
         client: A ready ``chromadb`` client (overrides ``path``/``chroma_url`` for Chroma).
+        fast_reads: Query an embedded store through chromadb's Rust bindings directly, without
+            importing the ``chromadb`` package (much faster to start; same results), when the
+            installed chromadb is one this reader was tested with; otherwise, and for any
+            write, through the ``chromadb`` client. ``SELFROUTE_FAST_READS=0`` turns it off
+            (see :mod:`selfroute.stores._fastread`). The command line's ``ask`` and ``chat``
+            set it.
 
     Example:
         >>> store = DocumentStore(".selfroute", embedding="offline")  # doctest: +SKIP
@@ -97,6 +103,7 @@ class DocumentStore:
         chunk_words: int | None = None,
         embedding_base_url: str | None = None,
         client: Any = None,
+        fast_reads: bool = False,
     ) -> None:
         if isinstance(embedding, str):
             embedding = EmbeddingChoice.parse(embedding, base_url=embedding_base_url)
@@ -110,6 +117,7 @@ class DocumentStore:
             client=client,
             embedding_factory=_make_embedding_function,
         )
+        self._conn.fast_reads = fast_reads and client is None and chroma_url is None
         self._reader = StoreReader(self._conn)
         self._lexical = LexicalIndex(self._conn, self._reader)
         self._indexer = Indexer(self._conn, self._reader, self._lexical, hook=_write_event)

@@ -133,3 +133,51 @@ def test_eval_batch_with_a_model_uses_the_provider_batch_api(capsys: Any, tmp_pa
         assert len(srv.created) == 2  # RAG prompts, then the long-context prompts of all six
         assert len(srv.batch_bodies) == 12
     assert "6 questions, 2 batches, 0 failed" in out
+
+
+def _rows(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("source", ["--doc", "store"])
+def test_ask_batch_on_the_core_answers_as_the_langchain_adapter(
+    capsys: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    from selfroute.cli import _commands
+    from selfroute.stores import DocumentStore
+
+    doc, questions = _files(tmp_path)
+    twin = tmp_path / "twin.jsonl"  # the same questions, with a job file of their own
+    twin.write_bytes(questions.read_bytes())
+    extra: list[str] = []
+    if source == "store":
+        (tmp_path / "kb").mkdir()
+        (tmp_path / "kb" / doc.name).write_bytes(doc.read_bytes())
+        DocumentStore(tmp_path / "store", embedding="offline").index([tmp_path / "kb"])
+        extra = ["--store", str(tmp_path / "store")]
+
+    def ask(srv: OpenAIBatchServer, path: Path) -> list[dict[str, Any]]:
+        argv = ["ask", "--batch", str(path), "--base-url", srv.base_url, "--model", "gpt-4o-mini"]
+        argv += ["--k", "2", "--json", *extra, *(["--doc", str(doc)] if source == "--doc" else [])]
+        code = main(argv)
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return _rows(captured.out)
+
+    adapter_session = _commands._langchain_batch_session
+    with OpenAIBatchServer(respond) as srv:
+        with monkeypatch.context() as patch:
+            patch.setattr(
+                _commands, "_langchain_batch_session", lambda *a: pytest.fail("LangChain used")
+            )
+            core = ask(srv, questions)
+        monkeypatch.setattr(_commands, "_batch_session", adapter_session)
+        adapter = ask(srv, twin)
+        assert len(srv.created) == 4  # two phases each
+    assert {r["route"] for r in core} == {"rag", "long_context"}
+    assert _comparable(core) == _comparable(adapter)
+
+
+def _comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``ask --batch --json`` rows without their wall times."""
+    return [{k: v for k, v in row.items() if k != "latency_s"} for row in rows]

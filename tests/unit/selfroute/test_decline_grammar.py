@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import selfroute as sr
@@ -392,3 +392,280 @@ def test_rag_style_declines(text: str) -> None:
 @pytest.mark.parametrize("text", RAG_ANSWERS)
 def test_rag_style_answers(text: str) -> None:
     assert sr.parse_verdict(text).answered
+
+
+# -- families added from held-out set 2's errors (promoted to tuning) and current models' habits --
+#: Sentences that decide nothing: a restatement of the question, a heading, a description of
+#: what the source covers. What follows them decides.
+OPENERS = [
+    "You asked about {x}.",
+    "The question asks about {x}.",
+    "The user wants to know {x}.",
+    "{X}?",
+    "To answer this, I would need to know {x}.",
+    "## Answer\n\n",
+    "**Response**\n",
+    "The provided context appears to be about the company's history.",
+    "The report provides an overview of the company's finances.",
+    "The excerpts discuss the {w} programme.",
+    "1.",
+]
+#: How current models (GPT-4o, Claude 3.5, Gemini 1.5, Llama 3.x, Qwen2.5, Mistral-NeMo) word a
+#: decline in a RAG answer: written from their habits, each a family of the grammar.
+CURRENT_DECLINES = [
+    "The provided context does not contain information about {x}.",
+    "Based on the given excerpts, it is not possible to determine {x}.",
+    "The document doesn't specify {x}.",
+    "I don't have enough information in the provided text to determine {x}.",
+    "There's no mention of {x}.",
+    "Unfortunately, the passages don't say anything about {x}.",
+    "The excerpts focus on the {w} and do not address {x}.",
+    "The passages focus on the {w} rather than {x}.",
+    "The provided context primarily discusses the {w}, not {x}.",
+    "The context talks about the {w} but says nothing about {x}.",
+    "The context covers the {w} but doesn't break down {x}.",
+    "The passages discuss the {w}, but none of them mention {x}.",
+    "Not specified in the text.",
+    "N/A",
+    "There does not appear to be any information about {x} in the context.",
+    "There doesn't seem to be any mention of {x} in the documents.",
+    "The information requested is not in the provided context.",
+    "The answer to your question isn't in the provided text.",
+    "The excerpts do not allow me to determine {x}.",
+    "Nowhere does the text mention {x}.",
+    "That's not something the provided documents cover.",
+    "The financial statement you shared doesn't show {x}.",
+    "The report is unclear about {x}.",
+    "The context is insufficient.",
+    "I reviewed the documents carefully but found no mention of {x}.",
+    "I wasn't able to find {x} in the provided context.",
+    "The passages don't get into {x}.",
+    "Unfortunately, the provided passages do not shed any light on {x}.",
+    "Based on the provided passages, it is unable to answer the question of {x}.",
+    "Nothing about {x}.",
+    "{X} is unavailable in the provided documents.",
+    "{X} is missing from the provided context.",
+    "{X} remains unspecified.",
+    "{X} goes unmentioned in the documents.",
+    "{X} is absent from the provided text.",
+    "This falls outside the provided context.",
+    "Unclear from the context.",
+    "I have no information about {x} in the provided context.",
+    "I have no way of knowing {x} from these documents.",
+    "{X} isn't something the context covers.",
+]
+#: Negative statements that answer (no question known): the negation is the content.
+CURRENT_ANSWERS = [
+    "The report states that revenue did not increase in {w}.",
+    "The company did not disclose a loss in 2019; it reported a profit of $2 million.",
+    "The treaty was not signed until 1648.",
+    "The authors did not evaluate on French.",
+    "According to the text, he never returned to {w}.",
+    "There were no survivors.",
+    "The study found no significant difference between the groups.",
+    "None of the patients experienced side effects.",
+    "Neither model outperformed the baseline.",
+    "I found the answer in passage 2: the {w} costs $5.",
+    "The data does not show a significant difference between the groups.",
+    "The passages provide enough information to answer the question: the {w} costs $5.",
+    "The {w} went missing in 1921, and the police searched the river.",
+    "Her father's name is unknown to the other characters until the last chapter.",
+]
+WORDS = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=3, max_size=8)
+ITEMS = st.one_of(
+    st.builds(lambda w: f"the {w} budget", WORDS),
+    st.builds(lambda w: f"the name of the {w}", WORDS),
+    st.sampled_from(["the CEO's salary", "his age", "when the plant was built"]),
+)
+
+
+def _fill(template: str, item: str, word: str) -> str:
+    return template.format(x=item, X=item[:1].upper() + item[1:], w=word)
+
+
+@GRAMMAR
+@given(template=st.sampled_from(CURRENT_DECLINES), item=ITEMS, word=WORDS)
+def test_current_model_declines_decline(template: str, item: str, word: str) -> None:
+    text = _fill(template, item, word)
+    assert sr.parse_verdict(text).declined, text
+    assert sr.parse_verdict(text, question=f"What is {item}?").declined, text
+
+
+@GRAMMAR
+@given(template=st.sampled_from(CURRENT_ANSWERS), word=WORDS)
+def test_current_model_negative_answers_answer(template: str, word: str) -> None:
+    text = _fill(template, "", word)
+    assert sr.parse_verdict(text).answered, text
+
+
+@GRAMMAR
+@given(
+    opener=st.sampled_from(OPENERS),
+    decline=st.one_of(source_declines(), st.sampled_from(CURRENT_DECLINES[:12])),
+    item=ITEMS,
+    word=WORDS,
+)
+def test_a_decline_after_a_restatement_heading_or_description_declines(
+    opener: str, decline: str, item: str, word: str
+) -> None:
+    # A description then a per-passage remark ("The excerpts discuss X. Paper 2 never mentions
+    # Y.") is an answer by design: the description may itself be the answer.
+    assume(opener not in OPENERS[7:10] or not any(n.lower() in decline.lower() for n in NUMBERED))
+    first = _fill(opener, item, word)
+    sep = "" if first.endswith("\n") else " "
+    text = first + sep + _fill(decline, item, word)
+    assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(opener=st.sampled_from(OPENERS[:4] + OPENERS[6:10]), item=ITEMS, word=WORDS)
+def test_a_restatement_or_description_then_content_answers(
+    opener: str, item: str, word: str
+) -> None:
+    text = f"{_fill(opener, item, word)} It was built in 1901 by the {word} company."
+    assert sr.parse_verdict(text).answered, text
+
+
+TERSE = ["Not specified.", "Not mentioned in the context.", "None given.", "N/A", "Not stated."]
+
+
+@GRAMMAR
+@given(
+    labels=st.lists(WORDS, min_size=1, max_size=4),
+    terse=st.lists(st.sampled_from(TERSE), min_size=4, max_size=4),
+    marker=st.sampled_from(["- ", "* ", "1. ", ""]),
+    bold=st.booleans(),
+)
+def test_a_list_of_labels_whose_values_decline_declines(
+    labels: list[str], terse: list[str], marker: str, bold: bool
+) -> None:
+    b = "**" if bold else ""
+    lines = [f"{marker}{b}{label.title()}:{b} {t}" for label, t in zip(labels, terse, strict=False)]
+    assert sr.parse_verdict("\n".join(lines)).declined, lines
+    answered = [f"{marker}{b}Total:{b} $5,000.", *lines]  # content first: an answer
+    assert sr.parse_verdict("\n".join(answered)).answered, answered
+
+
+@GRAMMAR
+@given(
+    item=ITEMS,
+    lead=st.sampled_from(["No, ", "No. ", "No, based on the passages, "]),
+    undecided=st.sampled_from(
+        [
+            "it is not clear whether {x} changed.",
+            "the passages do not say whether {x} changed.",
+            "I cannot determine if {x} changed.",
+            "there is no information about {x}.",
+        ]
+    ),
+)
+def test_no_then_an_open_question_declines_a_yes_no_question(
+    item: str, lead: str, undecided: str
+) -> None:
+    """ "No, it is not clear whether X" is no answer to "Did X change?" (unlike "No, X did not")."""
+    text = lead + undecided.format(x=item)
+    question = f"Did {item} change?"
+    assert sr.parse_verdict(text, question=question).declined, text
+    assert sr.parse_verdict(f"No, {item} did not change.", question=question).answered
+
+
+ANSWER = "Here are the steps: 1. Mix the cement. 2. Pour it into the mould. 3. Let it set."
+RAGTRUTH_SENTINEL = "Unable to answer based on given passages"
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    scope=st.sampled_from(["whether {w} cement is stronger", "regarding the {w} variant"]),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_give_up_scoped_to_something_else_leaves_the_answer_standing(
+    word: str, scope: str, sentinel: str | None
+) -> None:
+    """Content, then "Unable to answer ... whether X": X declined, not the question (unless X is
+    what the question asks); bare, the give-up is the verdict; in a hypothetical, it is none."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    scoped = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL} {scope.format(w=word)}."
+    assert sr.parse_verdict(scoped, **kw).answered, scoped
+    assert sr.parse_verdict(scoped, question="how to make concrete", **kw).answered, scoped
+    asked = f"how to make {word} cement stronger" if "whether" in scope else f"{word} variant"
+    assert sr.parse_verdict(scoped, question=asked, **kw).declined, (scoped, asked)
+    bare = f"{ANSWER}\n\nNote: {RAGTRUTH_SENTINEL}."
+    assert sr.parse_verdict(bare, **kw).declined, bare
+    listed = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}:\n\n* whether {word} cement is stronger"
+    assert sr.parse_verdict(listed, **kw).answered, listed
+    hypothetical = (
+        f"{ANSWER} If the passages did not contain the information needed to answer the "
+        f'question, my response would be "{RAGTRUTH_SENTINEL}."'
+    )
+    assert sr.parse_verdict(hypothetical, **kw).answered, hypothetical
+    partial = f"{ANSWER} However, I am unable to answer those parts of the question."
+    assert sr.parse_verdict(partial, **kw).declined, partial
+    degree = f"{ANSWER} The passages do not give enough detail to answer the question in detail."
+    assert sr.parse_verdict(degree, **kw).answered, degree
+
+
+@GRAMMAR
+@given(opener=st.sampled_from(OPENERS[:5]), item=ITEMS, cut=st.integers(1, 6))
+def test_with_a_hold_a_restatement_then_a_decline_is_never_shown(
+    opener: str, item: str, cut: int
+) -> None:
+    """The hold waits past a sentence that decides nothing: the decline after it is not shown."""
+    text = f"{_fill(opener, item, 'x')} The provided context does not mention {item}."
+    sniffer = sr.SentinelSniffer(hold_chars=80)
+    shown = "".join(sniffer.feed(text[i : i + cut]) for i in range(0, len(text), cut))
+    assert shown == "", (text, shown)
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    other=WORDS,
+    clause=st.sampled_from(
+        [
+            "{S}, but the passages do not mention the {o} budget.",
+            "{S}, but it does not specify the {o} budget.",
+            "{S}, but the {o} budget is not given.",
+            "The report says {s}, but doesn't give the {o} budget.",
+        ]
+    ),
+)
+def test_an_answer_but_an_absence_declines_only_when_the_absence_is_asked(
+    word: str, other: str, clause: str
+) -> None:
+    """ "X, but the passages do not mention Y": with the question known, an answer when Y was not
+    asked, a (partial) decline when it was; without the question, the safe default escalates."""
+    assume(word != other)
+    s = f"the {word} plant was built in 1901"
+    text = clause.format(S=s[0].upper() + s[1:], s=s, o=other)
+    assert sr.parse_verdict(text, question=f"When was the {word} plant built?").answered, text
+    assert sr.parse_verdict(text, question=f"What is the {other} budget?").declined, text
+    assert sr.parse_verdict(text).declined, text
+
+
+@GRAMMAR
+@given(word=WORDS, lead=st.sampled_from(["", "Based on the passages, "]))
+def test_no_evidence_that_x_answers_a_yes_no_question_about_x(word: str, lead: str) -> None:
+    text = f"{lead}There is no evidence in the text that the {word} was present."
+    assert sr.parse_verdict(text, question=f"Was the {word} present?").answered, text
+    open_question = f"{lead}There is no indication in the text whether the {word} was present."
+    assert sr.parse_verdict(open_question, question=f"Was the {word} present?").declined
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    label=st.sampled_from(["Answer:", "**Answer:**", "Final answer:", "The answer is:"]),
+    verdict=st.sampled_from([*TERSE, "The provided context does not specify the {w} budget."]),
+)
+def test_a_labelled_verdict_after_reasoning_decides(word: str, label: str, verdict: str) -> None:
+    """Reasoning first, then "Final answer: <decline>": the labelled verdict is the answer's."""
+    reasoning = f"The excerpts cover the {word} programme and its staff. They list three sites."
+    text = f"{reasoning}\n\n{label} {verdict.format(w=word)}"
+    assert sr.parse_verdict(text).declined, text
+    assert sr.parse_verdict(f"{reasoning}\n\n{label} $5,000.").answered
+    # an answer to a question the model invented after answering is not its verdict
+    invented = (
+        f"{reasoning}\n\nQuestion: What is the {word} budget?\n{label} {verdict.format(w=word)}"
+    )
+    assert sr.parse_verdict(invented).answered, invented

@@ -180,13 +180,19 @@ def test_no_opening_decline_of_the_held_out_source_is_ever_shown() -> None:
 
 
 def test_opening_declines_shown_on_the_tuning_sources_are_the_known_passive_shape() -> None:
-    """ "X is not mentioned in the provided text" opens like an answer: shown, then retracted."""
+    """ "X is not mentioned in the provided text" opens like an answer: shown, then retracted.
+
+    So does a label whose value is the decline ("GhostVLAD approach : unanswerable", "the answer
+    is: unanswerable"): since the detector reads a label's value (#15), those two count as
+    opening declines too (237 instead of 235), and the sniffer cannot hold every "X :" opening.
+    """
     total, shown = _opening_declines_shown("labelled.jsonl")
-    assert total >= 200 and len(shown) <= 19
+    assert total >= 200 and len(shown) <= 21
     for text in shown:
         assert (
             re.search(r"\b(?:is|are) not (?:explicitly )?(?:mentioned|specified|stated)", text)
             or re.search(r"\b(?:Yes|According)\b", text)
+            or re.search(r"^[^.:]{1,60}: *unanswerable\b", text.strip())
             or not re.search(r"\w", text)
         ), text
 

@@ -107,6 +107,17 @@ def test_the_bundled_encoding_is_tiktokens_own(fresh_cache: None) -> None:
     assert bundled._special_tokens == cached._special_tokens
 
 
+def test_the_bundled_files_list_their_ranks_in_order() -> None:
+    """The loader does not parse the rank column of a file flagged ``ranks_in_order``: check
+    that the flag is true of the file (whose hash the loader checks)."""
+    import gzip
+
+    for encoding, spec in _tokens._BUNDLED.items():
+        raw = gzip.decompress((_tokens._DATA / f"{encoding}.tiktoken.gz").read_bytes())
+        ranks = [int(line.split()[1]) for line in raw.splitlines() if line.strip()]
+        assert spec["ranks_in_order"] is (ranks == list(range(len(ranks)))), encoding
+
+
 def test_a_damaged_bundled_file_is_refused(
     fresh_cache: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

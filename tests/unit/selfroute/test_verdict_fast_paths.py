@@ -139,7 +139,9 @@ PLAIN_TRIGGER = re.compile(
     r"n't|\b(?:not|no|never|none|nothing|nowhere|neither|nor|cannot|unable|without|lack\w*|"
     r"silent|insufficient|unclear|uncertain|impossible|difficult|hard|unknown|n/?a|unanswerable|"
     r"fail\w*|beyond|outside|irrelevant|unrelated|inadequate|only|sorry|apologi\w+|afraid|"
-    r"unfortunately|need|require|omit\w*|leaves?|idea|absent)\b"
+    r"unfortunately|need|require|omit\w*|leaves?|idea|absent|rather|instead|unavailable|"
+    r"unspecified|unmentioned|unstated|undisclosed|unreported|undocumented|unaddressed|"
+    r"undetermined|missing)\b"
 )
 
 
