@@ -84,6 +84,8 @@ _LABEL = re.compile(
 # The look-ahead names the first character of every alternative: the scan skips other text fast.
 _MARKDOWN = re.compile(r"(?=[*_`#>])(\*\*|__|`+|^#+\s*|^>\s*)", re.MULTILINE)
 _QUOTES = "\"'“”‘’«»「」`"
+_OPEN_QUOTES = frozenset('"“«「')
+_CLOSE_QUOTES = frozenset('"”»」')
 _WORD = re.compile(r"[^\W_]")  # a letter or digit in any script
 
 
@@ -662,12 +664,36 @@ def _polar_kind(sentence: str, kind: str, shape: QuestionShape) -> str:
     return kind
 
 
-def _asks_for_absent(sentence: str, shape: QuestionShape) -> bool:
-    """Whether the decline ``sentence`` says the question's own item is missing."""
+def _asks_for_absent(sentence: str, shape: QuestionShape, *, named: bool = False) -> bool:
+    """Whether the decline ``sentence`` says the question's own item is missing.
+
+    With ``named``, the sentence must name that item: a decline with no content word left once
+    its phrase is removed ("Unknown.", "I cannot give medical advice.") names nothing to compare.
+    """
     phrase = _refusal_match(sentence) or ""
-    if _ONE_SOURCE.search(_lead_stripped(sentence)):
+    core = _lead_stripped(sentence)
+    if _ONE_SOURCE.search(core):
         return False  # "Passage 3 does not mention it": another passage may have answered
-    return shape.asks_for(_lead_stripped(sentence).replace(phrase, " "))
+    absent = core.replace(phrase, " ")
+    if named and not content_stems(absent):
+        return False
+    return shape.asks_for(absent)
+
+
+#: A pronoun subject that can stand for the source named in the sentence before.
+_PRONOUN_SUBJECT = re.compile(r"^(?:however,? |but |yet )?(?:it|this|they)\b")
+
+
+def _about_one_source(sentences: _Sentences, i: int) -> bool:
+    """Whether sentence ``i``'s subject is a pronoun for the one source the sentence before names.
+
+    "Passage 2 gives an overview. However, it does not give the steps.": like "Passage 2 does not
+    give the steps", another passage may have answered.
+    """
+    if i == 0 or _PRONOUN_SUBJECT.match(_lead_stripped(sentences[i])) is None:
+        return False
+    before = _lead_stripped(sentences[i - 1])
+    return _ONE_SOURCE.match(before, 4 if before.startswith("the ") else 0) is not None
 
 
 #: A list item's marker: "- ", "* ", "• ", "3. ", "2) ".
@@ -711,6 +737,10 @@ class _Sentences:
             norm = _norm(self._raw[i])
             if norm[:1] in _BULLET_STARTS:  # "- not specified.", "2. the passages do not ..."
                 norm = _BULLET.sub("", norm, count=1) or norm
+            if norm[:1] in _OPEN_QUOTES and norm.rstrip(" .!")[-1:] in _CLOSE_QUOTES:
+                # '... the answer is: "Unable to answer based on given passages."': a whole
+                # sentence in quotes says what it says
+                norm = norm.strip(_QUOTES + " ") or norm
             self._norms[i] = norm
         return norm
 
@@ -857,6 +887,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             _CONCLUSION.search(last)
             and sentences.refuses(count - 1)
             and not _NO_FURTHER.search(last)
+            and not _one_source_give_up(last, _GIVES_UP.search(last))
         ):
             return sentences.phrase(count - 1)
     # "<reasoning> ... Final answer: not specified in the document.": the labelled verdict decides
@@ -882,7 +913,11 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
                 return sentences.phrase(i)
     if shape is not None and not shape.yes_no:
         for i in range(first + 1, count):
-            if sentences.refuses(i) and _asks_for_absent(sentences[i], shape):
+            if (
+                sentences.refuses(i)
+                and not _about_one_source(sentences, i)
+                and _asks_for_absent(sentences[i], shape, named=True)
+            ):
                 if any(_concludes(sentences[j]) for j in range(i + 1, count)):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
@@ -906,7 +941,8 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     item ("... whether X", "... about X", or a colon and a list of X), the question known. A
     give-up scoped to something else (without the question: scoped at all) leaves the answer
     before it standing, and so does one that only qualifies it ("... in detail") or a
-    hypothetical ("If the passages do not contain ..., my response would be ...").
+    hypothetical ("If the passages do not contain ..., my response would be ..."), and so does a
+    give-up about one passage ("Passage 2 does not give enough to answer the question").
     """
     sentence = sentences[i]
     if not _contains(sentence, _GIVES_UP_GUARDS):
@@ -914,6 +950,8 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     core = _lead_stripped(sentence)
     m = _GIVES_UP.search(core)
     if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
+        return False
+    if _one_source_give_up(core, m):
         return False
     scope = _gives_up_scope(sentences, i, core[m.end() :])
     if scope is None:
@@ -929,6 +967,12 @@ _SCOPE_BASIS = re.compile(
     r"documents?|excerpts?|information|sources?|chunks?|data|material)\b(?: (?:provided|"
     r"given|alone|above|available))?|^[\s,]*(?:alone|here|at this time|at the moment)\b"
 )
+#: A basis that is one passage ("based on this passage alone", "from passage 3").
+_ONE_SOURCE_BASIS = re.compile(
+    r"[\s,]*(?:(?:the|this|your|that) question )?(?:(?:based|solely|only|purely|just) )*"
+    r"(?:on|from|in|using|with) (?:(?:this|that) (?:passage|chunk|excerpt|snippet|paragraph|"
+    r"section|source)|(?:passage|chunk|excerpt|snippet|paragraph|section|source) (?:\d+|[ivx]+))\b"
+)
 _SCOPE_END = re.compile(r"[,;:(]\s*(?:so|as|because|since|which|and|but|therefore|thus)\b|[.!?;]")
 #: A give-up that qualifies the answer given ("cannot answer the question in detail").
 _DEGREE = re.compile(
@@ -943,6 +987,18 @@ _SCOPE_START = re.compile(
 )
 #: A conditional: "If the passages did not contain X, my response would be ...".
 _HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
+
+
+def _one_source_give_up(core: str, m: re.Match[str] | None) -> bool:
+    """Whether the give-up ``m`` in ``core`` is about one passage, not the question.
+
+    "Passage 2 does not give enough to answer the question", "... I am unable to answer the
+    question based on this passage alone": another passage may have answered.
+    """
+    return m is not None and (
+        _ONE_SOURCE.search(core, 0, m.start()) is not None
+        or _ONE_SOURCE_BASIS.match(core, m.end()) is not None
+    )
 
 
 def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:

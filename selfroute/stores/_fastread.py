@@ -230,15 +230,7 @@ class ReadCollection:
             _TENANT,
             _DATABASE,
         )
-        return {
-            "ids": response.ids,
-            "embeddings": response.embeddings,
-            "documents": response.documents,
-            "uris": None,
-            "included": fields,
-            "data": None,
-            "metadatas": response.metadatas,
-        }
+        return _result(response, fields)
 
     def query(
         self,
@@ -258,16 +250,21 @@ class ReadCollection:
         response = self._bindings.query(
             self._key, None, vectors, n_results, None, None, fields, _TENANT, _DATABASE
         )
-        return {
-            "ids": response.ids,
-            "embeddings": response.embeddings,
-            "documents": response.documents,
-            "uris": None,
-            "included": fields,
-            "data": None,
-            "metadatas": response.metadatas,
-            "distances": response.distances,
-        }
+        return _result(response, fields, distances=response.distances)
+
+
+def _result(response: Any, fields: list[str], **extra: Any) -> dict[str, Any]:
+    """A bindings response as the dict chromadb's client returns for it."""
+    return {
+        "ids": response.ids,
+        "embeddings": response.embeddings,
+        "documents": response.documents,
+        "uris": None,
+        "included": fields,
+        "data": None,
+        "metadatas": response.metadatas,
+        **extra,
+    }
 
 
 class ReadClient:

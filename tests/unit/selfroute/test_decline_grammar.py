@@ -669,3 +669,96 @@ def test_a_labelled_verdict_after_reasoning_decides(word: str, label: str, verdi
         f"{reasoning}\n\nQuestion: What is the {word} budget?\n{label} {verdict.format(w=word)}"
     )
     assert sr.parse_verdict(invented).answered, invented
+
+
+# -- the set-3 round: narrower readings (docs/verdict.md, "The set-3 round") --------------------
+ONE_PASSAGE = st.sampled_from(["passage 2", "Passage 3", "passage II", "the second passage"])
+
+
+@GRAMMAR
+@given(word=WORDS, passage=ONE_PASSAGE, sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]))
+def test_a_give_up_about_one_passage_leaves_the_answer_standing(
+    word: str, passage: str, sentinel: str | None
+) -> None:
+    """After an answer, "<passage N> does not give enough to answer the question" or "I am unable
+    to answer the question based on this passage alone" gives up on that passage, not on the
+    question: another passage answered. Said of the passages, it is the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    question = "how to make concrete"
+    for text in (
+        f"{ANSWER}\n\nUnfortunately, {passage} does not provide enough information to answer "
+        f"the question. It only describes the {word} kiln.",
+        f"{ANSWER}\n\n{passage.capitalize()}: This passage describes the {word} kiln instead. "
+        "Therefore, I am unable to answer the question based on this passage alone.",
+    ):
+        assert sr.parse_verdict(text, **kw).answered, text
+        assert sr.parse_verdict(text, question=question, **kw).answered, text
+    for text in (
+        f"{ANSWER}\n\nUnfortunately, the passages do not provide enough information to answer "
+        "the question.",
+        f"{ANSWER}\n\nThe passages describe the {word} kiln instead. Therefore, I am unable to "
+        "answer the question.",
+    ):
+        assert sr.parse_verdict(text, **kw).declined, text
+        assert sr.parse_verdict(text, question=question, **kw).declined, text
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    closing=st.sampled_from(
+        [
+            "Please note that I cannot provide medical advice.",
+            "4. Unknown.",
+            "Not specified.",
+            "I cannot give professional advice.",
+        ]
+    ),
+)
+def test_with_the_question_a_later_decline_must_name_what_is_missing(
+    word: str, closing: str
+) -> None:
+    """The question turns an answer into a partial decline only when a later sentence names the
+    missing item and that item is what is asked: a closing disclaimer or a bare "Unknown." in a
+    list names nothing, and leaves the answer as it is without the question (answered)."""
+    question = f"how to make {word} concrete"
+    text = f"{ANSWER}\n\n{closing}"
+    assert sr.parse_verdict(text).answered, text
+    assert sr.parse_verdict(text, question=question).answered, text
+    named = f"{ANSWER}\n\nHowever, the passages do not explain how to make {word} concrete."
+    assert sr.parse_verdict(named, question=question).declined, named
+
+
+@GRAMMAR
+@given(word=WORDS, passage=ONE_PASSAGE, pronoun=st.sampled_from(["it", "this", "they"]))
+def test_a_pronoun_for_one_passage_is_that_passage(word: str, passage: str, pronoun: str) -> None:
+    """ "Passage 2 gives an overview. However, it does not give the steps.": like "Passage 2 does
+    not give the steps", another passage may have answered, so the question does not make it a
+    decline; after a sentence about the passages, "it" or "they" is the passages ("this does
+    not ..." is read as one source either way)."""
+    question = f"how to make {word} concrete"
+    verb = "do" if pronoun == "they" else "does"
+    text = (
+        f"Passage 1 gives the steps: mix the cement, pour it and let it set. "
+        f"{passage.capitalize()} gives an overview of the {word} kiln. However, {pronoun} {verb} "
+        f"not provide instructions for making {word} concrete. Based on these, mix and pour."
+    )
+    assert sr.parse_verdict(text, question=question).answered, text
+    about_all = text.replace(f"{passage.capitalize()} gives", "The passages give")
+    if pronoun != "this":
+        assert sr.parse_verdict(about_all, question=question).declined, about_all
+
+
+@GRAMMAR
+@given(word=WORDS, quote=st.sampled_from(['"{}"', "“{}”"]))
+def test_a_verdict_given_as_a_quoted_sentence_decides(word: str, quote: str) -> None:
+    """ "Therefore, the answer to the question "...?" is: "Unable to answer based on given
+    passages."" declines (the quoted sentence is the model's verdict); a quoted content sentence
+    there answers."""
+    reasoning = f"The passages cover the {word} programme. 1. It has three sites. 2. It is new."
+    lead = f'Therefore, the answer to the question "What is the {word} budget?" is:\n\n'
+    declined = reasoning + "\n\n" + lead + quote.format(f"{RAGTRUTH_SENTINEL}.")
+    assert sr.parse_verdict(declined).declined, declined
+    assert sr.parse_verdict(declined, question=f"What is the {word} budget?").declined, declined
+    answered = reasoning + "\n\n" + lead + quote.format(f"The {word} budget is $5,000.")
+    assert sr.parse_verdict(answered).answered, answered

@@ -29,7 +29,8 @@ def _outputs() -> list[tuple[str, str | None]]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows.append((str(row["prediction"]), row.get("question")))
+                if "prediction" in row:  # a second labeller's file holds labels only
+                    rows.append((str(row["prediction"]), row.get("question")))
     return rows
 
 
