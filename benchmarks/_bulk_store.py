@@ -78,6 +78,7 @@ def bulk_build(
     from selfroute.stores import DocumentStore
     from selfroute.stores._bm25 import BM25Index
     from selfroute.stores._embedding import embed_documents
+    from selfroute.stores._rows import pack_chunk, pack_record
 
     ds = DocumentStore(store, chroma_url=chroma_url, embedding="offline")
     chunks, documents = ds._open(create=True)
@@ -100,14 +101,12 @@ def bulk_build(
             chunks.add(
                 ids=chunk_ids,
                 embeddings=vectors,
-                documents=[text for _, text in rows],
-                metadatas=[r[1] for r, _ in rows],
+                metadatas=[pack_chunk(text, r[1]) for r, text in rows],
             )
             chunk_s += time.perf_counter() - t1
             documents.add(
                 ids=[r[0] for r, _ in rows],
-                documents=[""] * len(rows),
-                metadatas=[r[2] for r, _ in rows],
+                metadatas=[pack_record(r[2]) for r, _ in rows],
                 embeddings=[[1.0]] * len(rows),
             )
             ids.extend(chunk_ids)

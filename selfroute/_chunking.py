@@ -104,6 +104,19 @@ def chunk_text(
         )
     did = doc_id if doc_id is not None else document_id(text)
     meta = dict(metadata or {})
+    words = len(text.split())  # the same words as _WORD's (str.split and \s agree)
+    if words <= chunk_words:  # one chunk: no word offsets needed (most small files)
+        return [
+            Chunk(
+                text=text,
+                doc_id=did,
+                index=0,
+                start=0,
+                end=len(text),
+                word_count=words,
+                metadata=meta,
+            )
+        ]
     starts = [m.start() for m in _WORD.finditer(text)]
     n = len(starts)
     step = chunk_words - overlap_words

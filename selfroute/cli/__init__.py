@@ -180,6 +180,31 @@ def _add_migrate(sub: Any, common: argparse.ArgumentParser) -> None:
     migrate.set_defaults(func=_run("migrate"))
 
 
+def _add_unlock(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    unlock = sub.add_parser(
+        "unlock",
+        parents=[common],
+        help="clear what a dead `index`/`migrate` left: its writer mark, orphan chunks, journal",
+        description="A killed writer's mark on a server collection keeps every reader checking "
+        "commit markers until a complete run from the same folder and host removes it. This "
+        "deletes the chunks without a document record, clears the journal and removes the "
+        "marks -- refused while this folder's writer holds its lock, or while a mark's writer "
+        "may still be running (its process exists, or it ran on another host: --force).",
+        epilog=_EPILOG,
+    )
+    unlock.add_argument(
+        "--force",
+        action="store_true",
+        help="also remove marks this machine cannot check (another host, a process id in use): "
+        "you know those runs are over",
+    )
+    unlock.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(unlock, "unlock")
+    unlock.set_defaults(func=_run("unlock"))
+
+
 def _add_calibrate(sub: Any, common: argparse.ArgumentParser) -> None:
     from selfroute.cli._calibrate import add_parser as add_calibrate
 
@@ -222,6 +247,7 @@ _COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
     "chat": _add_chat,
     "stats": _add_stats,
     "migrate": _add_migrate,
+    "unlock": _add_unlock,
     "eval": _add_eval,
     "calibrate": _add_calibrate,
 }

@@ -52,6 +52,7 @@ __all__ = [
     "run_index",
     "run_migrate",
     "run_stats",
+    "run_unlock",
     "settings_for",
 ]
 
@@ -162,6 +163,27 @@ def run_migrate(args: argparse.Namespace) -> int:
             f"{report.source} to {report.target}; BM25 index {report.bm25}\n"
             f"use it with: --chroma-url {target.chroma_url} --collection "
             f"{target.collection_name} --store {settings.store}"
+        )
+    return 0
+
+
+def run_unlock(args: argparse.Namespace) -> int:
+    """``selfroute unlock [--force]``."""
+    from selfroute.stores._unlock import release_dead_writers
+
+    settings = settings_for(args, "unlock")
+    report = release_dead_writers(_store(settings), force=args.force)
+    if args.json:
+        _print_json(report.to_dict(), sys.stdout)
+    elif not report.changed:
+        print(f"nothing to unlock at {report.location}: no writer marks, no journal")
+    else:
+        for mark in report.marks_removed:
+            print(f"removed writer mark {mark.key} ({mark.describe()})")
+        print(
+            f"deleted {report.orphan_chunks_removed:,} orphan chunks"
+            + (", cleared the journal" if report.journal_cleared else "")
+            + f" at {report.location}; readers serve without checking from their next second"
         )
     return 0
 

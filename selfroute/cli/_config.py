@@ -159,7 +159,7 @@ class Setting:
         return self.toml_key or self.name
 
 
-_STORE = ("index", "ask", "chat", "stats", "migrate")
+_STORE = ("index", "ask", "chat", "stats", "migrate", "unlock")
 _QUERY = ("ask", "chat")
 
 #: Every setting of the command line.

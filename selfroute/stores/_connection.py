@@ -54,8 +54,9 @@ DOCUMENTS_SUFFIX = "__documents"
 #: Seconds to wait for another process's lock on the store's database (then a clear error).
 LOCK_TIMEOUT_S = 15.0
 
-#: 2: document records keep their fields as one JSON metadata value (``_records``).
-_SCHEMA = 2
+#: 2: document records keep their fields as one JSON metadata value; 3: chunk rows keep their
+#: text and fields in their metadata (``_rows``; rows of the older layouts are still read).
+_SCHEMA = 3
 _META_SCHEMA = "selfroute:schema"
 _META_EMBEDDING = "selfroute:embedding"
 _META_EMBEDDING_URL = "selfroute:embedding_base_url"
@@ -127,11 +128,13 @@ def _get_or_create(
     metadata: dict[str, Any],
     hnsw: dict[str, int] | None = None,
 ) -> Any:
-    """A cosine collection without Chroma's full-text index of the documents.
+    """A cosine collection whose schema asks for no full-text index of the documents.
 
-    selfroute searches text with its own BM25 index, so Chroma's trigram index (built on every
-    write, about a sixth of the write time) is left out where the Chroma version allows it.
-    ``hnsw`` sets the vector index of a new collection (an existing one keeps its own).
+    selfroute searches text with its own BM25 index. Chroma 1.5's embedded and ``chroma run``
+    backends build their trigram index of every row's document whatever the schema says, so the
+    rows carry no document at all (their text is in the metadata, :mod:`._rows`); the schema
+    setting serves backends that honour it. ``hnsw`` sets the vector index of a new collection
+    (an existing one keeps its own).
     """
     try:
         from chromadb import FtsIndexConfig, HnswIndexConfig, Schema, VectorIndexConfig

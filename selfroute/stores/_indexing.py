@@ -35,20 +35,13 @@ from selfroute._chunking import Chunk, chunk_text
 from selfroute.stores._bm25 import TokenRows
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
-from selfroute.stores._embedding import embed_documents
+from selfroute.stores._embedding import embed_rows
 from selfroute.stores._errors import DocumentReadError
 from selfroute.stores._journal import Journal
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import LoadedDocument, read_document
-from selfroute.stores._records import (
-    PAGE,
-    TEXT_IN_CHUNK,
-    StoreReader,
-    file_entry,
-    files_of,
-    pack_record,
-    with_files,
-)
+from selfroute.stores._records import PAGE, StoreReader, file_entry, files_of, with_files
+from selfroute.stores._rows import TEXT_IN_CHUNK, pack_chunk, pack_record
 from selfroute.stores._writes import BatchWriter, PlannedWrite, of_docs
 
 __all__ = ["IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
@@ -173,6 +166,8 @@ class _Batch:
     detach: list[tuple[str, str]] = field(default_factory=list)
     chunks: int = 0
     size: int = 0
+    #: When the batch's records were made (one clock read per batch, not per file).
+    indexed_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat())
 
     def full(self, docs: int) -> bool:
         return (
@@ -341,8 +336,10 @@ class Indexer:
             status = "unchanged"
             report.unchanged += 1
         else:
+            words = doc.words
             pieces = chunk_text(doc.text, doc_id=doc_id, chunk_words=self._conn.chunk_words)
-            record = dict(self._new_record(doc, {key: file_entry(doc)}), chunks=len(pieces))
+            record = self._new_record(doc, doc_id, words, {key: file_entry(doc)}, batch.indexed_at)
+            record["chunks"] = len(pieces)
             if not _record_text(doc, pieces):
                 record[TEXT_IN_CHUNK] = True
             records[doc_id] = record
@@ -350,7 +347,7 @@ class Indexer:
             batch.chunks += len(pieces)
             batch.size += len(doc.text)
             report.chunks += len(pieces)
-            report.words += doc.words
+            report.words += words
             status = "replaced" if previous else "added"
             (report.replaced if previous else report.added).append(key)
         batch.detach.extend((old_id, key) for old_id in sorted(previous - {doc_id}))
@@ -366,15 +363,17 @@ class Indexer:
             return False
         return entry.get("size") == st.st_size and str(entry.get("mtime_ns")) == str(st.st_mtime_ns)
 
-    def _new_record(self, doc: LoadedDocument, files: dict[str, Any]) -> dict[str, Any]:
+    def _new_record(
+        self, doc: LoadedDocument, doc_id: str, words: int, files: dict[str, Any], indexed_at: str
+    ) -> dict[str, Any]:
         return with_files(
             {
-                "doc_id": doc.doc_id,
+                "doc_id": doc_id,
                 "title": doc.title,
                 "format": doc.format,
-                "words": doc.words,
+                "words": words,
                 "chunk_words": self._conn.chunk_words,
-                "indexed_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                "indexed_at": indexed_at,
             },
             files,
         )
@@ -415,21 +414,20 @@ class Indexer:
             for c in pieces:
                 write.chunk_ids.append(c.chunk_id)
                 write.chunk_texts.append(c.text)
-                write.chunk_metas.append(
-                    {
-                        "doc_id": c.doc_id,
-                        "source": source,
-                        "title": doc.title,
-                        "chunk_index": c.index,
-                        "start": c.start,
-                        "end": c.end,
-                        "words": c.word_count,
-                    }
-                )
+                fields = {
+                    "doc_id": c.doc_id,
+                    "source": source,
+                    "title": doc.title,
+                    "chunk_index": c.index,
+                    "start": c.start,
+                    "end": c.end,
+                    "words": c.word_count,
+                }
+                write.chunk_metas.append(pack_chunk(c.text, fields))
         texts = write.chunk_texts
         for start in range(0, len(texts), _EMBED_BATCH):
             part = texts[start : start + _EMBED_BATCH]
-            write.chunk_vectors.extend(embed_documents(function, conn.embedding, part))
+            write.chunk_vectors.extend(embed_rows(function, conn.embedding, part))
 
 
 def _chunks_progress(progress: ProgressFn | None, count: int) -> None:

@@ -22,7 +22,9 @@ from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._errors import StoreError
 from selfroute.stores._journal import Journal
 from selfroute.stores._records import pages
+from selfroute.stores._rows import chunk_row, pack_chunk
 from selfroute.stores._store import DocumentStore
+from selfroute.stores._writes import upsert_records
 
 __all__ = ["MigrationReport", "copy_collection"]
 
@@ -112,15 +114,16 @@ def _copy(
     journal.begin(sorted(committed))
     chunks = 0
     for page in pages(chunks_src, ["embeddings", "documents", "metadatas"]):
-        rows = [
-            i for i, meta in enumerate(page["metadatas"]) if (meta or {}).get("doc_id") in committed
+        decoded = [
+            chunk_row(text, meta)
+            for text, meta in zip(page["documents"], page["metadatas"], strict=True)
         ]
+        rows = [i for i, (_, fields) in enumerate(decoded) if fields.get("doc_id") in committed]
         if rows:
-            chunks_dst.upsert(
+            chunks_dst.upsert(  # in the current layout, whichever the source's
                 ids=[page["ids"][i] for i in rows],
                 embeddings=[page["embeddings"][i] for i in rows],
-                documents=[page["documents"][i] for i in rows],
-                metadatas=[page["metadatas"][i] for i in rows],
+                metadatas=[pack_chunk(*decoded[i]) for i in rows],
             )
             chunks += len(rows)
             if progress is not None:
@@ -129,11 +132,8 @@ def _copy(
     for page in pages(docs_src, ["documents", "metadatas"]):
         if not page.get("ids"):  # the last page of an exact multiple of the page size
             continue
-        docs_dst.upsert(
-            ids=page["ids"],
-            documents=[t or "" for t in page["documents"]],
-            metadatas=page["metadatas"],
-            embeddings=[[1.0]] * len(page["ids"]),
+        upsert_records(
+            docs_dst, page["ids"], [t or "" for t in page["documents"]], page["metadatas"]
         )
         documents += len(page["ids"])
         if progress is not None:

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -332,7 +333,7 @@ def read_document(
         raise _fail(p, "no such file") from None
     except OSError as exc:
         raise _fail(p, f"cannot access ({exc.strerror or exc})") from exc
-    if not p.is_file():
+    if not stat.S_ISREG(st.st_mode):
         raise _fail(p, "not a regular file")
     if max_bytes is not None and st.st_size > max_bytes:
         raise _fail(p, f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}")

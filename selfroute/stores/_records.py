@@ -5,12 +5,10 @@ a record are served. The record's ``files`` field (JSON) maps every path with th
 its ``sha256``, ``size`` and ``mtime_ns``; ``path``/``sha256``/``size``/``mtime_ns`` repeat the
 first path's entry.
 
-Record layout: since store schema 2 a record's fields are stored as one JSON metadata value,
-:data:`RECORD_KEY` (:func:`pack_record`): Chroma's write cost grows with every metadata field it
-indexes, records are never filtered on, and a small file's record used to cost more to write
-than its chunk. Records written by earlier versions keep one metadata field per record field;
-:func:`unpack_record` reads both layouts, so an older store opens as is, and a record is rewritten
-in the new layout only when the indexer writes it again.
+The layout of the rows (a record's fields as one JSON metadata value since store schema 2, a
+chunk's text and fields in its metadata since schema 3, and the older layouts, still read) is
+:mod:`selfroute.stores._rows`; every row read here is decoded there. A record or chunk is
+rewritten in the newest layout only when the indexer writes it again.
 """
 
 from __future__ import annotations
@@ -25,6 +23,13 @@ from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._embedding import embed_query
 from selfroute.stores._readers import LoadedDocument
+from selfroute.stores._rows import (
+    RECORD_KEY,
+    TEXT_IN_CHUNK,
+    chunk_row,
+    pack_record,
+    unpack_record,
+)
 
 __all__ = [
     "PAGE",
@@ -41,33 +46,6 @@ __all__ = [
 
 #: Records read (or deleted) per Chroma call.
 PAGE = 2000
-#: Record metadata: the document is one chunk, whose record holds the text (the document
-#: record's own text is empty).
-TEXT_IN_CHUNK = "text_in_chunk"
-#: The one metadata field of a document record (schema 2): every record field, as JSON.
-RECORD_KEY = "selfroute:record"
-
-
-def pack_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The Chroma metadata of a document record: its fields as one JSON value."""
-    return {RECORD_KEY: json.dumps(record, separators=(",", ":"), sort_keys=True)}
-
-
-def unpack_record(meta: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A document record's fields from its Chroma metadata, in either layout (one JSON value
-    since schema 2, one metadata field per record field before). A record of the old layout
-    that was updated in the new one keeps its old fields beside the JSON value: the JSON wins."""
-    out = dict(meta or {})
-    packed = out.pop(RECORD_KEY, None)
-    if packed is None:
-        return out
-    try:
-        fields = json.loads(str(packed))
-    except ValueError:
-        fields = None
-    if isinstance(fields, dict):
-        out.update(fields)
-    return out
 
 
 def files_of(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -170,7 +148,8 @@ class StoreReader:
             metas = page.get("metadatas") or [None] * len(ids)
             texts = page.get("documents") or [None] * len(ids)
             for chunk_id, meta, text in zip(ids, metas, texts, strict=False):
-                yield chunk_id, dict(meta or {}), text
+                body, fields = chunk_row(text, meta)
+                yield chunk_id, fields, body if include_text else None
 
     def chunk_texts_of(self, doc_ids: Sequence[str]) -> dict[str, str]:
         """The texts of every chunk of ``doc_ids``, by chunk id (a targeted read, no scan)."""
@@ -178,9 +157,11 @@ class StoreReader:
         out: dict[str, str] = {}
         for start in range(0, len(doc_ids), 500):
             page = list(doc_ids[start : start + 500])
-            got = chunks.get(where={"doc_id": {"$in": page}}, include=["documents"])
-            for cid, text in zip(got.get("ids") or [], got.get("documents") or [], strict=False):
-                out[cid] = text or ""
+            got = chunks.get(where={"doc_id": {"$in": page}}, include=["documents", "metadatas"])
+            ids = got.get("ids") or []
+            texts = got.get("documents") or [None] * len(ids)
+            for cid, text, meta in zip(ids, texts, got.get("metadatas") or [], strict=False):
+                out[cid] = chunk_row(text, meta)[0]
         return out
 
     def committed_among(self, doc_ids: Sequence[str]) -> set[str]:
@@ -266,11 +247,12 @@ class StoreReader:
         if not chunk_ids:
             return {}
         page = chunks.get(ids=list(chunk_ids), include=["metadatas", "documents"])
+        ids = page.get("ids") or []
         return {
-            cid: (text or "", dict(meta or {}))
+            cid: chunk_row(text, meta)
             for cid, text, meta in zip(
-                page.get("ids") or [],
-                page.get("documents") or [],
+                ids,
+                page.get("documents") or [None] * len(ids),
                 page.get("metadatas") or [],
                 strict=False,
             )
@@ -299,17 +281,17 @@ class StoreReader:
             )
         out: list[Passage] = []
         ids = (result.get("ids") or [[]])[0]
-        texts = (result.get("documents") or [[]])[0]
+        texts = (result.get("documents") or [[None] * len(ids)])[0]
         metas = (result.get("metadatas") or [[]])[0]
         dists = (result.get("distances") or [[]])[0]
-        for chunk_id, text, meta, dist in zip(ids, texts, metas, dists, strict=False):
-            meta = dict(meta or {})
+        for chunk_id, row_text, row_meta, dist in zip(ids, texts, metas, dists, strict=False):
+            text, meta = chunk_row(row_text, row_meta)
             if committed is not None and meta.get("doc_id") not in committed:
                 continue  # a chunk of an interrupted, uncommitted write
             meta["chunk_id"] = chunk_id
             out.append(
                 Passage(
-                    text=text or "",
+                    text=text,
                     doc_id=meta.get("doc_id"),
                     score=1.0 - float(dist),
                     metadata=meta,

@@ -10,6 +10,7 @@ dense question costs one Chroma request, like the raw query.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -264,3 +265,58 @@ def test_marks_follow_the_journal(tmp_path: Path, chroma_server: ChromaServer) -
     local = DocumentStore(tmp_path / "local", name, embedding="offline")
     local.index([docs])
     assert marks_in(local._open()[0].metadata) == {}
+
+
+def test_unlock_clears_a_dead_writers_mark_and_refuses_a_live_one(
+    tmp_path: Path,
+    chroma_server: ChromaServer,
+    requests: Counter[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from selfroute.cli import main
+
+    url, name = chroma_server.url, "unlocking"
+    docs = copy_docs(tmp_path / "docs")
+    _server_store(tmp_path / "first", url, name, embedding="offline").index([docs])
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "vault.txt").write_text(NEW_NOTE + "\n", encoding="utf-8")
+    # a writer whose folder (its journal, its rerun) will be gone: another machine's, in effect
+    gone = tmp_path / "gone"
+    proc = _writer(new, gone, url, name, "chunks-written#1")
+    reader = _server_store(tmp_path / "reader", url, name)
+    unlock = [
+        "unlock",
+        "--store",
+        str(tmp_path / "reader"),
+        "--collection",
+        name,
+        "--chroma-url",
+        url,
+    ]
+    try:
+        top = _raw_top_when_indexed(reader, QUESTION, "The vault combination")
+        capsys.readouterr()
+        assert main(unlock) == 1  # the writer is running: refused, nothing removed
+        assert f"process {proc.pid} on this host" in capsys.readouterr().err
+        assert _raw_ids(reader, QUESTION)[0] == top
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert main([*unlock, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [m["pid"] for m in report["marks_removed"]] == [proc.pid]
+    assert report["orphan_chunks_removed"] == 1
+    # the orphan is gone and no mark is left: dense questions are back to one request
+    assert top not in _raw_ids(reader, QUESTION)
+    dense = HybridRetriever(_server_store(tmp_path / "reader2", url, name), mode="dense", k=3)
+    dense.retrieve(QUESTION)  # reads the marks: none
+    requests.clear()
+    assert not any("88-41-93" in p.text for p in dense.retrieve(QUESTION))
+    assert requests == {"POST query": 1}
+    # the dead writer's own rerun, were its folder still there, would complete as usual
+    again = _server_store(gone, url, name).index([new])
+    assert again.added == [str(new / "vault.txt")] and again.orphan_chunks_removed == 0

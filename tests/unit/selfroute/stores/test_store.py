@@ -20,6 +20,7 @@ from selfroute.stores import (
 )
 from selfroute.stores import _store as store_module
 from selfroute.stores._records import RECORD_KEY, unpack_record
+from selfroute.stores._rows import CHUNK_KEY, chunk_row
 
 MakeStore = Callable[..., DocumentStore]
 
@@ -51,9 +52,11 @@ def test_index_stores_chunks_and_full_documents(docs: Path, make_store: MakeStor
     chunks, documents = store._open()
     html = read_document(docs / "1973_oil_crisis.html")
     got = chunks.get(where={"doc_id": html.doc_id}, include=["metadatas", "documents"])
-    metas = sorted(
-        zip(got["metadatas"], got["documents"], strict=True), key=lambda m: m[0]["chunk_index"]
-    )
+    # schema 3: no Chroma document; doc_id, source and one JSON field holding text and fields
+    assert got["documents"] == [None] * len(got["ids"])
+    assert all(sorted(m) == ["doc_id", CHUNK_KEY, "source"] for m in got["metadatas"])
+    rows = [chunk_row(t, m) for t, m in zip(got["documents"], got["metadatas"], strict=True)]
+    metas = sorted(((m, t) for t, m in rows), key=lambda m: m[0]["chunk_index"])
     assert [m["chunk_index"] for m, _ in metas] == list(range(len(metas)))
     for meta, text in metas:
         assert meta["doc_id"] == html.doc_id
