@@ -12,12 +12,15 @@ files (20-60 words of real text, ``(note i)`` appended) generated in memory, no 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from selfroute.stores._rows import TEXT_IN_CHUNK
 
 __all__ = ["bulk_build", "note_texts"]
 
@@ -31,25 +34,31 @@ def note_texts(words: list[str], n: int, seed: int = 0) -> Iterator[tuple[int, s
     for i in range(n):
         k = rng.randint(20, 60)
         start = rng.randrange(0, max(1, len(words) - k))
-        yield i, f"{' '.join(words[start : start + k])} (note {i})"
+        yield i, f"{' '.join(words[start : start + k])} (note {i})\n"
 
 
-def _records(i: int, text: str, now: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def _records(i: int, text: str, now: str) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """``(doc_id, chunk id, chunk fields, record)`` exactly as ``selfroute index`` makes them for
+    a one-chunk file of ``text`` (the chunker's id and offsets, the file's SHA-256 and byte size);
+    only the path (under ``/bulk``) and ``mtime_ns`` (``"0"``: no file) are the bulk loader's."""
     from selfroute import document_id
+    from selfroute._chunking import chunk_text
 
     doc_id = document_id(text)
+    (piece,) = chunk_text(text, doc_id=doc_id, chunk_words=300)
     path = f"/bulk/{i // 1000:03d}/note-{i:06d}.txt"
     words = len(text.split())
     chunk_meta = {
         "doc_id": doc_id,
         "source": path,
         "title": f"note-{i:06d}",
-        "chunk_index": 0,
-        "start": 0,
-        "end": words,
-        "words": words,
+        "chunk_index": piece.index,
+        "start": piece.start,
+        "end": piece.end,
+        "words": piece.word_count,
     }
-    entry = {"sha256": doc_id, "size": len(text.encode()), "mtime_ns": "0"}
+    data = text.encode("utf-8")
+    entry = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "mtime_ns": "0"}
     record = {
         "doc_id": doc_id,
         "title": f"note-{i:06d}",
@@ -59,13 +68,13 @@ def _records(i: int, text: str, now: str) -> tuple[str, dict[str, Any], dict[str
         "indexed_at": now,
         "files": json.dumps({path: entry}, sort_keys=True),
         "path": path,
-        "sha256": doc_id,
+        "sha256": entry["sha256"],
         "size": entry["size"],
         "mtime_ns": "0",
         "chunks": 1,
-        "text_in_chunk": True,
+        TEXT_IN_CHUNK: True,
     }
-    return doc_id, chunk_meta, record
+    return doc_id, piece.chunk_id, chunk_meta, record
 
 
 def bulk_build(
@@ -96,17 +105,17 @@ def bulk_build(
             t1 = time.perf_counter()
             vectors = embed_documents(function, choice, [text for _, text in rows])
             embed_s += time.perf_counter() - t1
-            chunk_ids = [f"{r[0]}:0" for r, _ in rows]
+            chunk_ids = [r[1] for r, _ in rows]
             t1 = time.perf_counter()
             chunks.add(
                 ids=chunk_ids,
                 embeddings=vectors,
-                metadatas=[pack_chunk(text, r[1]) for r, text in rows],
+                metadatas=[pack_chunk(text, r[2]) for r, text in rows],
             )
             chunk_s += time.perf_counter() - t1
             documents.add(
                 ids=[r[0] for r, _ in rows],
-                metadatas=[pack_record(r[2]) for r, _ in rows],
+                metadatas=[pack_record(r[3]) for r, _ in rows],
                 embeddings=[[1.0]] * len(rows),
             )
             ids.extend(chunk_ids)
