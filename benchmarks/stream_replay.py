@@ -22,22 +22,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import selfroute as sr
-from benchmarks._common import REPO_ROOT
+from benchmarks.verdict_speed import FIXTURES, SHARED_FILES, load_texts
 
 __all__ = ["ReplayStats", "main", "replay", "tokens"]
 
-FIXTURES = REPO_ROOT / "tests" / "fixtures" / "refusals"
-SHARED_FILES = tuple(
-    REPO_ROOT.parent / "shared" / "data" / "refusals" / name
-    for name in ("longbench_qasper_predictions.jsonl", "infinitebench_predictions.jsonl")
-)
 _TOKEN = re.compile(r" ?[^\W\d_]+| ?\d{1,3}| ?[^\w\s]+|\s+|_+")
 
 
@@ -101,16 +95,6 @@ def replay(
     return stats
 
 
-def _load(paths: Sequence[Path]) -> list[tuple[str, str | None]]:
-    rows: list[tuple[str, str | None]] = []
-    for path in paths:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                row = json.loads(line)
-                rows.append((str(row["prediction"]), row.get("question")))
-    return rows
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -121,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = list(args.files or sorted(FIXTURES.glob("*.jsonl")))
     if args.shared:
         files += [f for f in SHARED_FILES if f.is_file()]
-    rows = _load(files)
+    rows = load_texts(files)
     print(f"{len(rows)} outputs from {', '.join(f.name for f in files)}, one token at a time")
     print(
         "| hold_chars | declines shown, then retracted | answers held to the end | "

@@ -55,7 +55,7 @@ def test_stream_replay_tokens_join_back() -> None:
 def test_stream_replay_counts_fewer_retractions_with_a_hold(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    rows = stream_replay._load([FIXTURES / "labelled.jsonl"])
+    rows = verdict_speed.load_texts([FIXTURES / "labelled.jsonl"])
     plain, held = stream_replay.replay(rows, 0), stream_replay.replay(rows, 80)
     assert plain.declines == held.declines > 200 and plain.answers == held.answers
     assert held.declines_shown < plain.declines_shown  # the hold prevents some retractions
