@@ -562,6 +562,8 @@ SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
 
 #: A negated verb of information opening a clause ("doesn't say", "it does not specify").
 NEGATED_VERB = re.compile(rf"^(?:(?:it|they|the \w+) )?{_NEGATION}{_ADVS} {_BASE}\b")
+#: A negated verb of information anywhere in a sentence ("... do not provide", "never mention").
+NEGATED_INFO = re.compile(rf"\b{_NEGATION}{_ADVS} {_BASE}\b")
 
 
 @functools.cache
@@ -685,7 +687,7 @@ _GENERIC = (
         "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
         "article report whether also other such further more much many enough sufficient regard "
         "relation terms kind type sort user one figure figures number numbers amount amounts value "
-        "values anything something nothing"
+        "values anything something nothing potential possible"
     )
     | frozenset(w for adverb in ADVERBS for w in adverb.split())
 )

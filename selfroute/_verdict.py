@@ -18,6 +18,7 @@ from selfroute._decline import (
     COVERS_INSTEAD,
     FUNCTION_WORDS,
     GIVES_UP_QUESTION,
+    NEGATED_INFO,
     NEGATED_VERB,
     POINTER,
     SOURCE_DETERMINERS,
@@ -918,7 +919,9 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
                 and not _about_one_source(sentences, i)
                 and _asks_for_absent(sentences[i], shape, named=True)
             ):
-                if any(_concludes(sentences[j]) for j in range(i + 1, count)):
+                if _resumes_answer(sentences, i) or any(
+                    _concludes(sentences[j]) for j in range(i + 1, count)
+                ):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
     return None
@@ -951,7 +954,7 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     m = _GIVES_UP.search(core)
     if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
         return False
-    if _one_source_give_up(core, m):
+    if _one_source_give_up(core, m) or _resumes_answer(sentences, i):
         return False
     scope = _gives_up_scope(sentences, i, core[m.end() :])
     if scope is None:
@@ -985,6 +988,11 @@ _SCOPE_START = re.compile(
     r"^[\s,:]*(?:whether|if|about|regarding|concerning|on|for|as to|in regard to|with regard to|"
     r"related to|how|what|why|when|where|who|which)\b"
 )
+#: A colon, then the gerund of a verb of information: what the give-up could not do.
+_COLON_SCOPE = re.compile(
+    r"^\s*:\s*(?:provid|giv|list|explain|specify|describ|detail|identify|stat|offer|nam|"
+    r"determin|answer)ing\b"
+)
 #: A conditional: "If the passages did not contain X, my response would be ...".
 _HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
 
@@ -1011,9 +1019,12 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
     rest = _SCOPE_BASIS.sub("", rest, count=1)
     if _DEGREE.match(rest):
         return ""
+    colon = _COLON_SCOPE.match(rest)
+    if colon is not None:  # "...: Providing detailed information on X, as ...": X
+        rest = rest[colon.end() :]
     end = _SCOPE_END.search(rest)
     clause = rest[: end.start()] if end else rest
-    if _SCOPE_START.match(clause) and content_stems(clause):
+    if (colon is not None or _SCOPE_START.match(clause)) and content_stems(clause):
         return clause
     if clause.strip(" .:,\"'"):
         return None  # more words, not a scope: "... as the passages do not say"
@@ -1023,8 +1034,40 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
     # A bare give-up stays one even when the next sentence names what is missing ("... The
     # passages do not provide X"): on the labelled RAGTruth answers that X is mostly the question
     # itself in other words ("how to level the post", "other benefits"), which its words cannot
-    # tell from a narrower case the question did not ask ("stuffed pork chops").
-    return None
+    # tell from a narrower case the question did not ask ("stuffed pork chops") -- unless X says
+    # it is a narrower case ("... how to fix a specific issue with the valve").
+    return _sub_case_named(sentences, i)
+
+
+#: A narrower case than the one answered: a situation, issue, season or time of it.
+_SUB_CASE = re.compile(
+    r"\b(?:different|individual|various|specific|particular|certain) (?:aspects?|cases?|"
+    r"situations?|issues?|problems?|scenarios?|seasons?|times?|stages?|circumstances?|"
+    r"conditions?|types?)\b"
+)
+#: "Nothing beyond these", "other uses": the question itself, not a narrower case.
+_NOTHING_ELSE = re.compile(r"\b(?:other|beyond|only|except|besides|additional|apart from|more)\b")
+
+
+def _sub_case_named(sentences: _Sentences, i: int) -> str | None:
+    """What the sentence after the bare give-up ``i`` says is missing, if it is a narrower case.
+
+    "... Unable to answer based on given passages. The passages do not provide guidance on how to
+    reheat individual types of food.": the missing thing is a sub-case of what was answered (a
+    situation, issue, season or time), so the give-up is scoped to it. A category partition
+    ("types of food", the item a question often asks for) and "nothing beyond these" or "other
+    X" (the question itself: "no other uses") are not read as sub-cases.
+    """
+    if i + 1 >= len(sentences) or not sentences.refuses(i + 1):
+        return None
+    nxt = _lead_stripped(sentences[i + 1])
+    m = NEGATED_INFO.search(nxt) if _SOURCE_SUBJECT.match(nxt) else None
+    if m is None:
+        return None
+    absent = nxt[m.end() :]
+    if _NOTHING_ELSE.search(absent) or not _SUB_CASE.search(absent):
+        return None
+    return absent
 
 
 #: "Therefore, I am unable to provide further information": nothing beyond the answer given.
@@ -1132,7 +1175,7 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
         pos = core.find(sent)
         if pos < 0:
             return False
-        if _HYPOTHETICAL.search(core, 0, pos):
+        if _HYPOTHETICAL.search(core, 0, pos) or _resumes_answer(sentences, i):
             continue
         scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
         if scope is None:
@@ -1144,12 +1187,50 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
     return True
 
 
+#: Content sentences after a give-up (and its explanation) that show the answer went on.
+_RESUMED_CONTENT = 3
+
+
+def _resumes_answer(sentences: _Sentences, i: int) -> bool:
+    """Whether the answer goes on after the give-up sentence ``i``, to its end.
+
+    "<steps> Unable to answer based on given passages. The passages do not cover stuffed chops.
+    If you want to make stuffed chops, follow these steps: <steps>": a decline followed by a
+    committed answer is an answer, after content as at the opening. The give-up's own
+    explanation (the declining sentences right after it) is skipped; then at least
+    ``_RESUMED_CONTENT`` sentences of content must follow, the last informative one among them.
+    """
+    count = len(sentences)
+    j = i + 1
+    while j < count and sentences.refuses(j):
+        j += 1
+    if count - j < _RESUMED_CONTENT:
+        return False
+    last = next((k for k in range(count - 1, j - 1, -1) if sentences.kind(k) not in "NP"), None)
+    if last is None or sentences.kind(last) != "C":
+        return False
+    content = 0
+    for k in range(j, last + 1):
+        if sentences.kind(k) == "C" and len(_WORD_RUN.findall(sentences[k])) >= 3:
+            content += 1
+            if content >= _RESUMED_CONTENT:
+                return True
+    return False
+
+
 def _scoped_to_passages(sentences: _Sentences, i: int) -> bool:
     """Whether the sentence after ``i`` scopes it to some passages ("... in passages 2 and 4")."""
     return (
         i + 1 < len(sentences)
         and sentences.refuses(i + 1)
         and _ONE_SOURCE.search(_lead_stripped(sentences[i + 1])) is not None
+    )
+
+
+def _echoes(flat: str, question: str) -> bool:
+    """Whether the output ``flat`` (normalised) is the question again, word for word."""
+    return len(flat) <= 2 * len(question) + 8 and _WORD_RUN.findall(flat) == _WORD_RUN.findall(
+        _norm(question)
     )
 
 
@@ -1238,6 +1319,9 @@ def parse_verdict(
     if matched is not None and not _sentinel_scoped(cleaned, flat, sentinel, shape):
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
+        if shape is not None and _echoes(flat, question or ""):
+            # "types of food in france" for "types of food in france": no answer at all
+            return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=cleaned)
         phrase = _refusal_verdict(cleaned, shape, flat)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)

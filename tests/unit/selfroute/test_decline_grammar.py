@@ -762,3 +762,126 @@ def test_a_verdict_given_as_a_quoted_sentence_decides(word: str, quote: str) -> 
     assert sr.parse_verdict(declined, question=f"What is the {word} budget?").declined, declined
     answered = reasoning + "\n\n" + lead + quote.format(f"The {word} budget is $5,000.")
     assert sr.parse_verdict(answered).answered, answered
+
+
+# -- the set-4 round (docs/verdict.md, "The set-4 round") --------------------------------------
+MORE_STEPS = (
+    "For quick-set {w} concrete, add the accelerator to the water first. Stir the {w} "
+    "mix for two minutes. Pour it within ten minutes."
+)
+
+
+@GRAMMAR
+@given(word=WORDS, sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]))
+def test_a_give_up_the_answer_goes_on_from_leaves_the_answer_standing(
+    word: str, sentinel: str | None
+) -> None:
+    """Content, a give-up, then the answer goes on (three sentences of content, ending the
+    output): the give-up was an aside. Two sentences after it, or a closing decline, do not."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    give_up = (
+        f"{RAGTRUTH_SENTINEL}. The passages do not provide steps for quick-set {word} concrete."
+    )
+    resumed = f"{ANSWER}\n\n{give_up}\n\n{MORE_STEPS.format(w=word)}"
+    for question in (None, "how to make concrete"):
+        assert sr.parse_verdict(resumed, question=question, **kw).answered, resumed
+    short = f"{ANSWER}\n\n{give_up} Stir the {word} mix for two minutes. Pour it soon after."
+    assert sr.parse_verdict(short, **kw).declined, short
+    closed = f"{resumed} Therefore, I am unable to answer the question."
+    assert sr.parse_verdict(closed, **kw).declined, closed
+    # with the question, a partial decline the answer goes on from is an aside too
+    absent = f"{ANSWER}\n\nThe passages do not explain how to make {word} concrete. " + (
+        MORE_STEPS.format(w=word)
+    )
+    assert sr.parse_verdict(absent, question=f"how to make {word} concrete").answered, absent
+    ends = f"{ANSWER}\n\nThe passages do not explain how to make {word} concrete."
+    assert sr.parse_verdict(ends, question=f"how to make {word} concrete").declined, ends
+
+
+@GRAMMAR
+@given(word=WORDS, gerund=st.sampled_from(["Providing", "Giving", "Listing", "Explaining"]))
+def test_a_give_up_with_a_colon_then_what_it_could_not_do_is_scoped(word: str, gerund: str) -> None:
+    """ "<answer> Unable to answer based on the given passages: Providing details on X, as ...":
+    scoped to X like "... whether X" (asked-for X declines, with the question); a colon then a
+    sentence ("...: I cannot provide X") is a reason, not a scope."""
+    scoped = (
+        f"{ANSWER}\n\nUnable to answer based on the given passages: {gerund} detailed information "
+        f"on the {word} conditions it treats, as this is not stated in the passages."
+    )
+    assert sr.parse_verdict(scoped).answered, scoped
+    assert sr.parse_verdict(scoped, question="how to make concrete").answered, scoped
+    asked = f"what {word} conditions does it treat"
+    assert sr.parse_verdict(scoped, question=asked).declined, (scoped, asked)
+    reason = (
+        f"{ANSWER}\n\nUnable to answer based on given passages: I cannot provide information on "
+        f"the {word} conditions beyond what is covered in the passages."
+    )
+    assert sr.parse_verdict(reason).declined, reason
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    case=st.sampled_from(
+        [
+            "a specific issue with the {w} valve, such as a leak",
+            "individual types of {w} food",
+            "the {w} plant during different seasons",
+            "the {w} weather at different times of the year",
+        ]
+    ),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_bare_give_up_then_a_narrower_case_leaves_the_answer_standing(
+    word: str, case: str, sentinel: str | None
+) -> None:
+    """ "<answer> Unable to answer ... The passages do not provide guidance on <a narrower case>":
+    a situation, issue, season or time of what was answered is the give-up's scope. A category
+    ("types of food", often the asked-for item), "other X" or "nothing beyond these" is not, and
+    the give-up stays the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    item = case.format(w=word)
+    text = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {item}."
+    assert sr.parse_verdict(text, **kw).answered, text
+    assert sr.parse_verdict(text, question="how to make concrete", **kw).answered, text
+    for near in (
+        f"types of {word} food",
+        f"other aspects of the {word} plant",
+        f"the {word} plant beyond these basic steps",
+        f"the specific {word} steps",
+    ):
+        miss = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {near}."
+        assert sr.parse_verdict(miss, **kw).declined, miss
+    # a narrower case the question asks about is the question
+    asked = f"how to care for the {word} plant during different seasons"
+    seasons = (
+        f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {asked[4:]}."
+    )
+    assert sr.parse_verdict(seasons, question=asked, **kw).declined, seasons
+
+
+@GRAMMAR
+@given(word=WORDS, punct=st.sampled_from(["", "?", "."]))
+def test_an_output_that_only_echoes_the_question_declines_with_it(word: str, punct: str) -> None:
+    """An output that is the question again, word for word, has no answer (with the question
+    known); an answer that starts with the question's words, or a short answer, answers."""
+    question = f"types of {word} food in france"
+    echo = f"Types of {word} food in France{punct}"
+    assert sr.parse_verdict(echo, question=question).declined, echo
+    assert sr.parse_verdict(echo).answered, echo
+    assert sr.parse_verdict(echo, question=question, strict=True).answered, echo
+    longer = f"Types of {word} food in France: cheese, bread and wine."
+    assert sr.parse_verdict(longer, question=question).answered, longer
+
+
+@GRAMMAR
+@given(word=WORDS, hedge=st.sampled_from(["potential", "possible"]))
+def test_a_hedged_absence_of_the_asked_item_is_the_asked_item(word: str, hedge: str) -> None:
+    """ "However, there is no mention of any potential side effects": with the question known,
+    "potential" names nothing beyond "side effects"; a narrower item still answers."""
+    question = f"benefits and side effects of {word} tea"
+    answer = f"The benefits of {word} tea: it relieves stress and soothes pain."
+    text = f"{answer} However, there is no mention of any {hedge} side effects in the passages."
+    assert sr.parse_verdict(text, question=question).declined, text
+    narrower = f"{answer} However, there is no mention of any {hedge} side effects in children."
+    assert sr.parse_verdict(narrower, question=question).answered, narrower
