@@ -681,6 +681,25 @@ def _asks_for_absent(sentence: str, shape: QuestionShape, *, named: bool = False
     return shape.asks_for(absent)
 
 
+#: A heading that names one source ("Passage 3:", "**Chunk 2:**").
+_ONE_SOURCE_HEADING = re.compile(
+    r"^(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
+    r"(?:\d+|[ivx]+|\[\d+\]|#\d+) *:$"
+)
+
+
+def _under_one_source_heading(sentences: _Sentences, i: int) -> bool:
+    """Whether declining sentence ``i`` opens the section of one source ("Passage 3:").
+
+    "Passage 1: <steps> Passage 2: <steps> Passage 3: Unable to answer based on given passages.":
+    the give-up (and the declines right after it) is about passage 3; the others answered.
+    """
+    j = i - 1
+    while j >= 0 and sentences.refuses(j):
+        j -= 1
+    return j >= 0 and _ONE_SOURCE_HEADING.match(sentences[j].rstrip(" *_")) is not None
+
+
 #: A pronoun subject that can stand for the source named in the sentence before.
 _PRONOUN_SUBJECT = re.compile(r"^(?:however,? |but |yet )?(?:it|this|they)\b")
 
@@ -742,6 +761,8 @@ class _Sentences:
                 # '... the answer is: "Unable to answer based on given passages."': a whole
                 # sentence in quotes says what it says
                 norm = norm.strip(_QUOTES + " ") or norm
+            elif norm[:1] == "(" and norm.rstrip(" .!")[-1:] == ")":
+                norm = norm.strip("() .") or norm  # "(Unable to answer ...)": the same
             self._norms[i] = norm
         return norm
 
@@ -889,6 +910,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             and sentences.refuses(count - 1)
             and not _NO_FURTHER.search(last)
             and not _one_source_give_up(last, _GIVES_UP.search(last))
+            and not _ONE_SOURCE_BASED.search(last)
         ):
             return sentences.phrase(count - 1)
     # "<reasoning> ... Final answer: not specified in the document.": the labelled verdict decides
@@ -917,6 +939,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             if (
                 sentences.refuses(i)
                 and not _about_one_source(sentences, i)
+                and not _under_one_source_heading(sentences, i)
                 and _asks_for_absent(sentences[i], shape, named=True)
             ):
                 if _resumes_answer(sentences, i) or any(
@@ -954,7 +977,11 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     m = _GIVES_UP.search(core)
     if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
         return False
-    if _one_source_give_up(core, m) or _resumes_answer(sentences, i):
+    if (
+        _one_source_give_up(core, m)
+        or _under_one_source_heading(sentences, i)
+        or _resumes_answer(sentences, i)
+    ):
         return False
     scope = _gives_up_scope(sentences, i, core[m.end() :])
     if scope is None:
@@ -975,6 +1002,13 @@ _ONE_SOURCE_BASIS = re.compile(
     r"[\s,]*(?:(?:the|this|your|that) question )?(?:(?:based|solely|only|purely|just) )*"
     r"(?:on|from|in|using|with) (?:(?:this|that) (?:passage|chunk|excerpt|snippet|paragraph|"
     r"section|source)|(?:passage|chunk|excerpt|snippet|paragraph|section|source) (?:\d+|[ivx]+))\b"
+)
+#: A basis that is one passage, anywhere ("Therefore, I cannot provide an answer based on this
+#: passage alone", "... more detailed instructions based on this passage").
+_ONE_SOURCE_BASED = re.compile(
+    r"\b(?:based|solely|only|purely|just) (?:on|from|in|using) (?:(?:this|that) (?:passage|chunk|"
+    r"excerpt|snippet|paragraph|section|source)|(?:passage|chunk|excerpt|snippet|paragraph|section|"
+    r"source) (?:\d+|[ivx]+))\b"
 )
 _SCOPE_END = re.compile(r"[,;:(]\s*(?:so|as|because|since|which|and|but|therefore|thus)\b|[.!?;]")
 #: A give-up that qualifies the answer given ("cannot answer the question in detail").
@@ -1041,12 +1075,17 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
 
 #: A narrower case than the one answered: a situation, issue, season or time of it.
 _SUB_CASE = re.compile(
-    r"\b(?:different|individual|various|specific|particular|certain) (?:aspects?|cases?|"
+    r"\b(?:(?:different|individual|various|specific|particular|certain) (?:aspects?|cases?|"
     r"situations?|issues?|problems?|scenarios?|seasons?|times?|stages?|circumstances?|"
-    r"conditions?|types?)\b"
+    r"conditions?|types?)|other (?:types?|kinds?|sorts?|varieties|aspects?) of)\b"
 )
-#: "Nothing beyond these", "other uses": the question itself, not a narrower case.
-_NOTHING_ELSE = re.compile(r"\b(?:other|beyond|only|except|besides|additional|apart from|more)\b")
+_EXAMPLES = re.compile(r",? (?:such as|including|like|e\.g\.|for example)\b")
+#: "Nothing beyond these", "other uses": the question itself, not a narrower case ("other types
+#: of sugar" is one).
+_NOTHING_ELSE = re.compile(
+    r"\b(?:other(?! (?:types?|kinds?|sorts?|varieties|aspects?) of)|beyond|only|except|besides|"
+    r"additional|apart from|more)\b"
+)
 
 
 def _sub_case_named(sentences: _Sentences, i: int) -> str | None:
@@ -1065,7 +1104,8 @@ def _sub_case_named(sentences: _Sentences, i: int) -> str | None:
     if m is None:
         return None
     absent = nxt[m.end() :]
-    if _NOTHING_ELSE.search(absent) or not _SUB_CASE.search(absent):
+    head = _EXAMPLES.split(absent, maxsplit=1)[0]  # "... , such as X": X only illustrates
+    if _NOTHING_ELSE.search(head) or not _SUB_CASE.search(head):
         return None
     return absent
 
@@ -1139,6 +1179,8 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
         window = text[max(0, m.start() - 120) : m.start()]
         if _NEGATED.search(window):
             continue  # "not unanswerable"
+        if _annotates_item(window, text[m.end() : m.end() + 8]):
+            continue  # "... can raise uric acid levels (Unable to answer ...).": one item's note
         before = window.rstrip(" \t" + soft)
         if before.endswith("\n"):
             rest_of_line = after[1:].split("\n", 1)[0].strip() if after.startswith(":") else ""
@@ -1152,6 +1194,18 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
         if _PREDICATE.search(window):
             return sentinel  # "the answer is unanswerable because ...", "approach: unanswerable"
     return None
+
+
+def _annotates_item(before: str, after: str) -> bool:
+    """Whether a sentinel between ``before`` and ``after`` is in parentheses after content.
+
+    "6. Avoid stress, as it can raise uric acid levels (Unable to answer based on given
+    passages).": a note on one item of the answer, like "(Passage 3)", not the verdict.
+    """
+    line = before.rsplit("\n", 1)[-1].rstrip(" \t")
+    return (
+        line.endswith("(") and after.lstrip(" .")[:1] == ")" and len(_WORD_RUN.findall(line)) >= 3
+    )
 
 
 def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShape | None) -> bool:
@@ -1175,7 +1229,11 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
         pos = core.find(sent)
         if pos < 0:
             return False
-        if _HYPOTHETICAL.search(core, 0, pos) or _resumes_answer(sentences, i):
+        if (
+            _HYPOTHETICAL.search(core, 0, pos)
+            or _under_one_source_heading(sentences, i)
+            or _resumes_answer(sentences, i)
+        ):
             continue
         scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
         if scope is None:

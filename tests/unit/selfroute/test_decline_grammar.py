@@ -837,7 +837,7 @@ def test_a_bare_give_up_then_a_narrower_case_leaves_the_answer_standing(
 ) -> None:
     """ "<answer> Unable to answer ... The passages do not provide guidance on <a narrower case>":
     a situation, issue, season or time of what was answered is the give-up's scope. A category
-    ("types of food", often the asked-for item), "other X" or "nothing beyond these" is not, and
+    ("types of food", often the asked-for item), "other uses" or "nothing beyond these" is not, and
     the give-up stays the verdict."""
     kw = {"sentinel": sentinel} if sentinel else {}
     item = case.format(w=word)
@@ -846,7 +846,7 @@ def test_a_bare_give_up_then_a_narrower_case_leaves_the_answer_standing(
     assert sr.parse_verdict(text, question="how to make concrete", **kw).answered, text
     for near in (
         f"types of {word} food",
-        f"other aspects of the {word} plant",
+        f"other uses of the {word} plant",
         f"the {word} plant beyond these basic steps",
         f"the specific {word} steps",
     ):
@@ -885,3 +885,83 @@ def test_a_hedged_absence_of_the_asked_item_is_the_asked_item(word: str, hedge: 
     assert sr.parse_verdict(text, question=question).declined, text
     narrower = f"{answer} However, there is no mention of any {hedge} side effects in children."
     assert sr.parse_verdict(narrower, question=question).answered, narrower
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    passage=st.sampled_from(["Passage 3", "Chunk 2", "Passage III", "**Passage 3**"]),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_give_up_that_opens_one_passage_section_is_about_that_passage(
+    word: str, passage: str, sentinel: str | None
+) -> None:
+    """ "Passage 1: <steps> Passage 3: Unable to answer based on given passages.": the give-up is
+    passage 3's section; passage 1 answered. After the sections, the give-up is the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    steps = f"Passage 1:\nMix the {word} cement. Pour it into the mould. Let it set.\n\n"
+    give_up = f"{RAGTRUTH_SENTINEL}. The passages do not provide enough information to make it."
+    text = f"{steps}{passage}:\n{give_up}"
+    for question in (None, f"how to make {word} concrete"):
+        assert sr.parse_verdict(text, question=question, **kw).answered, text
+    after = f"{steps}Passage 2:\nIt sets in a day.\n\n{give_up}"
+    assert sr.parse_verdict(after, **kw).declined, after
+    titled = f"{steps}Cooking {word} cement:\n{give_up}"
+    assert sr.parse_verdict(titled, **kw).declined, titled
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    basis=st.sampled_from(
+        ["based on this passage alone", "based on passage 2", "based on this passage"]
+    ),
+)
+def test_a_closing_decline_based_on_one_passage_leaves_the_answer(word: str, basis: str) -> None:
+    """A closing "Therefore, I cannot provide an answer based on this passage alone" after a
+    committed answer and a remark on one passage concludes about that passage; based on the
+    passages, it is the verdict."""
+    answer = f"Passage 1 says the {word} plant was built in 1901. Passage 3 states it cost $5,000."
+    remark = "As for Passage 2, it mentions a refund but gives no figure."
+    text = f"{answer}\n\n{remark} Therefore, I cannot provide an answer {basis}."
+    assert sr.parse_verdict(text).answered, text
+    assert sr.parse_verdict(text, question=f"when was the {word} plant built").answered, text
+    all_of = f"{answer}\n\n{remark} Therefore, I cannot provide an answer based on the passages."
+    assert sr.parse_verdict(all_of).declined, all_of
+
+
+@GRAMMAR
+@given(word=WORDS, sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]))
+def test_a_sentinel_in_parentheses_after_one_item_notes_that_item(
+    word: str, sentinel: str | None
+) -> None:
+    """ "6. Avoid stress, as it can raise {word} levels (Unable to answer based on given
+    passages).": a note on one item of the list, like "(Passage 3)"; on a line of its own, or
+    closing the answer in its own sentence, the sentinel is the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    items = f"1. Drink water (Passage 1).\n2. Eat cherries (Passage 3).\n3. Avoid stress, as it can raise {word} levels"
+    text = f"{items} ({RAGTRUTH_SENTINEL}).\n\nConsult a doctor before changing your diet."
+    assert sr.parse_verdict(text, **kw).answered, text
+    strict = sr.parse_verdict(text, sentinel=RAGTRUTH_SENTINEL, strict=True)
+    assert strict.answered, text
+    own_line = f"{items}.\n\n({RAGTRUTH_SENTINEL}.)"
+    assert sr.parse_verdict(own_line, **kw).declined, own_line
+    closing = f"{items}. {RAGTRUTH_SENTINEL}."
+    assert sr.parse_verdict(closing, **kw).declined, closing
+
+
+@GRAMMAR
+@given(word=WORDS, noun=st.sampled_from(["types", "kinds", "aspects"]))
+def test_other_types_of_the_item_is_a_narrower_case_other_items_are_not(
+    word: str, noun: str
+) -> None:
+    """After a bare give-up, "The passages do not explain how to soften other types of sugar, such
+    as {word} sugar" is scoped to the other types; "other uses of sugar" (nothing beyond what was
+    said) is the question itself and keeps the give-up."""
+    answer = "1. Put the brown sugar in a tin with bread. 2. Warm white sugar in the oven."
+    lead = f"{answer}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide information on"
+    text = f"{lead} how to soften other {noun} of sugar, such as {word} sugar."
+    assert sr.parse_verdict(text).answered, text
+    assert sr.parse_verdict(text, question="how to soften sugar").answered, text
+    more = f"{lead} other ways to soften sugar, such as {word} sugar."
+    assert sr.parse_verdict(more).declined, more
