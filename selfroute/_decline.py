@@ -725,10 +725,11 @@ class QuestionShape:
         yes_no: A polar question ("Does the paper use BERT?"): "No, ..." answers it.
         about_source: A polar question about what the source says ("Does the paper mention X?"):
             "The paper does not mention X" answers it.
-        terms: Stems of the question's content words and of the nouns its wh-words ask for.
+        own: Stems of the question's content words.
+        terms: ``own`` and the stems of the nouns its wh-words ask for.
     """
 
-    __slots__ = ("about_source", "terms", "words", "yes_no")
+    __slots__ = ("about_source", "own", "terms", "words", "yes_no")
 
     def __init__(self, question: str) -> None:
         text = _SPACES.sub(" ", question.replace("’", "'").lower()).strip(" \"'*_`")
@@ -741,8 +742,14 @@ class QuestionShape:
         self.yes_no = polar
         self.about_source = polar and bool(_ABOUT_SOURCE.search(text))
         extra = [n for w in words if w in _WH_NOUNS for n in _WH_NOUNS[w]]
-        self.terms = content_stems(text) | frozenset(_stem(n) for n in extra)
+        self.own = content_stems(text)
+        self.terms = self.own | frozenset(_stem(n) for n in extra)
         self.words = frozenset(words)
+
+    def mentions(self, text: str) -> bool:
+        """Whether any content word of ``text`` is one of the question's own (stem or prefix)."""
+        prefixes = {t[:5] for t in self.own}
+        return any(s in self.own or s[:5] in prefixes for s in content_stems(text))
 
     def asks_for(self, absent: str) -> bool:
         """Whether ``absent`` (what a decline says is missing) is what the question asks for.

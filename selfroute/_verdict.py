@@ -983,7 +983,7 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
         or _resumes_answer(sentences, i)
     ):
         return False
-    scope = _gives_up_scope(sentences, i, core[m.end() :])
+    scope = _gives_up_scope(sentences, i, core[m.end() :], shape)
     if scope is None:
         # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
         return not _scoped_to_passages(sentences, i)
@@ -1043,7 +1043,9 @@ def _one_source_give_up(core: str, m: re.Match[str] | None) -> bool:
     )
 
 
-def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
+def _gives_up_scope(
+    sentences: _Sentences, i: int, rest: str, shape: QuestionShape | None = None
+) -> str | None:
     """What the give-up sentence ``i`` is scoped to (``rest``: its text after the give-up).
 
     Returns ``None`` when it gives up on the question as a whole, ``""`` when it only qualifies
@@ -1070,7 +1072,7 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
     # itself in other words ("how to level the post", "other benefits"), which its words cannot
     # tell from a narrower case the question did not ask ("stuffed pork chops") -- unless X says
     # it is a narrower case ("... how to fix a specific issue with the valve").
-    return _sub_case_named(sentences, i)
+    return _sub_case_named(sentences, i, shape)
 
 
 #: A narrower case than the one answered: a situation, issue, season or time of it.
@@ -1078,6 +1080,11 @@ _SUB_CASE = re.compile(
     r"\b(?:(?:different|individual|various|specific|particular|certain) (?:aspects?|cases?|"
     r"situations?|issues?|problems?|scenarios?|seasons?|times?|stages?|circumstances?|"
     r"conditions?|types?)|other (?:types?|kinds?|sorts?|varieties|aspects?) of)\b"
+)
+#: A circumstance: a clause with its own subject ("when they are ...", "once it has ..."), or
+#: "without" and what is done without.
+_CIRCUMSTANCE = re.compile(
+    r"\b(?:(?:when|once|after|unless|until|while|before|if) (?:it|they|he|she|you|we)|without) \w"
 )
 _EXAMPLES = re.compile(r",? (?:such as|including|like|e\.g\.|for example)\b")
 #: "Nothing beyond these", "other uses": the question itself, not a narrower case ("other types
@@ -1088,7 +1095,7 @@ _NOTHING_ELSE = re.compile(
 )
 
 
-def _sub_case_named(sentences: _Sentences, i: int) -> str | None:
+def _sub_case_named(sentences: _Sentences, i: int, shape: QuestionShape | None) -> str | None:
     """What the sentence after the bare give-up ``i`` says is missing, if it is a narrower case.
 
     "... Unable to answer based on given passages. The passages do not provide guidance on how to
@@ -1105,9 +1112,17 @@ def _sub_case_named(sentences: _Sentences, i: int) -> str | None:
         return None
     absent = nxt[m.end() :]
     head = _EXAMPLES.split(absent, maxsplit=1)[0]  # "... , such as X": X only illustrates
-    if _NOTHING_ELSE.search(head) or not _SUB_CASE.search(head):
+    if _NOTHING_ELSE.search(head):
         return None
-    return absent
+    if _SUB_CASE.search(head):
+        return absent
+    if shape is not None and not shape.yes_no:
+        # "... how to relieve tight calf muscles when they are not caused by running": a
+        # circumstance none of whose words is the question's is a case the question did not ask
+        clause = _CIRCUMSTANCE.search(head)
+        if clause is not None and not shape.mentions(head[clause.start() :]):
+            return absent
+    return None
 
 
 #: "Therefore, I am unable to provide further information": nothing beyond the answer given.
@@ -1235,7 +1250,7 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
             or _resumes_answer(sentences, i)
         ):
             continue
-        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
+        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :], shape)
         if scope is None:
             if _scoped_to_passages(sentences, i):
                 continue

@@ -965,3 +965,36 @@ def test_other_types_of_the_item_is_a_narrower_case_other_items_are_not(
     assert sr.parse_verdict(text, question="how to soften sugar").answered, text
     more = f"{lead} other ways to soften sugar, such as {word} sugar."
     assert sr.parse_verdict(more).declined, more
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    clause=st.sampled_from(
+        [
+            "when they are not caused by {w} running",
+            "after it has reached the {w} temperature",
+            "once they have frozen in {w} weather",
+            "without using {w} software",
+        ]
+    ),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_with_the_question_a_give_up_scoped_to_an_unasked_circumstance_answers(
+    word: str, clause: str, sentinel: str | None
+) -> None:
+    """ "<answer> Unable to answer ... The passages do not explain how to relieve tight calves when
+    they are not caused by running.": with the question known, a circumstance none of whose words
+    is the question's is a case it did not ask, so the answer stands. A circumstance the question
+    names, a noun phrase ("after the initial cut"), or no question keeps the give-up."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    question = "how to relieve tight calves"
+    steps = "Here is how to relieve them:\n\n1. Stretch the calves.\n2. Massage them."
+    lead = f"{steps}\n\n{RAGTRUTH_SENTINEL}. The passages do not"
+    text = f"{lead} explain how to relieve tight calves {clause.format(w=word)}."
+    assert sr.parse_verdict(text, question=question, **kw).answered, text
+    assert sr.parse_verdict(text, **kw).declined, text
+    asked = f"how to relieve tight calves {clause.format(w=word)}"
+    assert sr.parse_verdict(text, question=asked, **kw).declined, (text, asked)
+    noun = f"{lead} explain how to relieve tight calves after the initial {word} stretch."
+    assert sr.parse_verdict(noun, question=question, **kw).declined, noun
