@@ -1117,10 +1117,15 @@ def _sub_case_named(sentences: _Sentences, i: int, shape: QuestionShape | None) 
     if _SUB_CASE.search(head):
         return absent
     if shape is not None and not shape.yes_no:
-        # "... how to relieve tight calf muscles when they are not caused by running": a
-        # circumstance none of whose words is the question's is a case the question did not ask
+        # "... how to relieve tight calf muscles when they are not caused by running": the asked
+        # thing (some word of it the question's) in a circumstance none of whose words is the
+        # question's: a case the question did not ask
         clause = _CIRCUMSTANCE.search(head)
-        if clause is not None and not shape.mentions(head[clause.start() :]):
+        if (
+            clause is not None
+            and shape.mentions(head[: clause.start()])
+            and not shape.mentions(head[clause.start() :])
+        ):
             return absent
     return None
 

@@ -984,8 +984,8 @@ def test_with_the_question_a_give_up_scoped_to_an_unasked_circumstance_answers(
     word: str, clause: str, sentinel: str | None
 ) -> None:
     """ "<answer> Unable to answer ... The passages do not explain how to relieve tight calves when
-    they are not caused by running.": with the question known, a circumstance none of whose words
-    is the question's is a case it did not ask, so the answer stands. A circumstance the question
+    they are not caused by running.": with the question known, the asked thing in a circumstance
+    none of whose words is the question's is a case it did not ask, so the answer stands. A circumstance the question
     names, a noun phrase ("after the initial cut"), or no question keeps the give-up."""
     kw = {"sentinel": sentinel} if sentinel else {}
     question = "how to relieve tight calves"
@@ -998,3 +998,5 @@ def test_with_the_question_a_give_up_scoped_to_an_unasked_circumstance_answers(
     assert sr.parse_verdict(text, question=asked, **kw).declined, (text, asked)
     noun = f"{lead} explain how to relieve tight calves after the initial {word} stretch."
     assert sr.parse_verdict(noun, question=question, **kw).declined, noun
+    # the rest must be the question's thing: for another question the circumstance says nothing
+    assert sr.parse_verdict(text, question="When was the bridge built?", **kw).declined, text
