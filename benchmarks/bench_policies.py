@@ -618,7 +618,8 @@ def run(ctx: BenchContext) -> BenchResult:
             "oracle's RAG-step declines replaced by real model declines (hand-labelled, "
             f"{len(real_declines())} tuning-source texts, then "
             f"{len(real_declines(RAGTRUTH_LABELLED))} from RAGTruth tuning rows, then "
-            f"{len(real_declines(RAGTRUTH_SET_4))} from RAGTruth set 4 (held out once, tuning since); "
+            f"{len(real_declines(RAGTRUTH_SET_4))} from RAGTruth set 4 (held out once, tuning "
+            "since); "
             "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )
