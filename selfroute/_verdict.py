@@ -1266,7 +1266,7 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
 
 
 #: Content sentences after a give-up (and its explanation) that show the answer went on.
-_RESUMED_CONTENT = 3
+_RESUMED_CONTENT = 5
 
 
 def _resumes_answer(sentences: _Sentences, i: int) -> bool:

@@ -767,7 +767,8 @@ def test_a_verdict_given_as_a_quoted_sentence_decides(word: str, quote: str) -> 
 # -- the set-4 round (docs/verdict.md, "The set-4 round") --------------------------------------
 MORE_STEPS = (
     "For quick-set {w} concrete, add the accelerator to the water first. Stir the {w} "
-    "mix for two minutes. Pour it within ten minutes."
+    "mix for two minutes. Pour it within ten minutes. Smooth the top with a trowel. Keep it damp "
+    "for a day."
 )
 
 
@@ -776,8 +777,8 @@ MORE_STEPS = (
 def test_a_give_up_the_answer_goes_on_from_leaves_the_answer_standing(
     word: str, sentinel: str | None
 ) -> None:
-    """Content, a give-up, then the answer goes on (three sentences of content, ending the
-    output): the give-up was an aside. Two sentences after it, or a closing decline, do not."""
+    """Content, a give-up, then the answer goes on (five sentences of content, ending the
+    output): the give-up was an aside. Fewer sentences after it, or a closing decline, do not."""
     kw = {"sentinel": sentinel} if sentinel else {}
     give_up = (
         f"{RAGTRUTH_SENTINEL}. The passages do not provide steps for quick-set {word} concrete."
@@ -785,7 +786,10 @@ def test_a_give_up_the_answer_goes_on_from_leaves_the_answer_standing(
     resumed = f"{ANSWER}\n\n{give_up}\n\n{MORE_STEPS.format(w=word)}"
     for question in (None, "how to make concrete"):
         assert sr.parse_verdict(resumed, question=question, **kw).answered, resumed
-    short = f"{ANSWER}\n\n{give_up} Stir the {word} mix for two minutes. Pour it soon after."
+    short = (
+        f"{ANSWER}\n\n{give_up} Stir the {word} mix for two minutes. Pour it soon after. "
+        "Smooth the top with a trowel. Keep it damp for a day."
+    )
     assert sr.parse_verdict(short, **kw).declined, short
     closed = f"{resumed} Therefore, I am unable to answer the question."
     assert sr.parse_verdict(closed, **kw).declined, closed
