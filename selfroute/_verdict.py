@@ -1100,9 +1100,11 @@ def _sub_case_named(sentences: _Sentences, i: int, shape: QuestionShape | None) 
 
     "... Unable to answer based on given passages. The passages do not provide guidance on how to
     reheat individual types of food.": the missing thing is a sub-case of what was answered (a
-    situation, issue, season or time), so the give-up is scoped to it. A category partition
-    ("types of food", the item a question often asks for) and "nothing beyond these" or "other
-    X" (the question itself: "no other uses") are not read as sub-cases.
+    situation, issue, season, time or "other types of X"), so the give-up is scoped to it. A
+    category partition ("types of food", the item a question often asks for), "nothing beyond
+    these" and "other X" (the question itself: "no other uses") are not sub-cases. With the
+    question's ``shape``, neither is it needed when the missing thing is the asked one in a
+    circumstance the question never names ("... when they are not caused by running").
     """
     if i + 1 >= len(sentences) or not sentences.refuses(i + 1):
         return None
@@ -1341,11 +1343,13 @@ def parse_verdict(
         sentinel: The decline word the prompt asked for (a non-empty string).
         strict: If true, only the sentinel counts as a decline; natural-language refusals are taken
             as answers. Empty output still counts as declined.
-        question: The question the output answers, when known. It changes two readings: an
+        question: The question the output answers, when known. It changes these readings: an
             opening "No, ..." (or "The paper does not mention X" for "Does the paper mention X?")
-            answers a yes/no question instead of declining; and an answer that goes on to say
-            the asked-for item is missing ("He died in 1972. The passages do not mention the
-            cause." for "How did he die?") is a partial answer, which declines (escalates).
+            answers a yes/no question instead of declining; an answer that goes on to say the
+            asked-for item is missing ("He died in 1972. The passages do not mention the
+            cause." for "How did he die?") is a partial answer, which declines (escalates); a
+            give-up scoped to something the question does not ask leaves the answer; and an
+            output that only repeats the question declines.
 
     Returns:
         A :class:`Verdict`. ``verdict.declined`` is true for the sentinel, natural refusals (unless
