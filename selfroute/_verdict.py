@@ -1242,7 +1242,8 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
     if flat.startswith(sent):
         return False
     sentences = _Sentences(cleaned, flat)
-    first = next((i for i in range(len(sentences)) if sentences.kind(i) != "P"), None)
+    # the first informative sentence: not a preamble, nor a list number or heading ("1.")
+    first = next((i for i in range(len(sentences)) if sentences.kind(i) not in "PN"), None)
     found = [i for i in range(len(sentences)) if sent in sentences[i]]
     if first is None or not found or found[0] <= first or sentences.kind(first) != "C":
         return False

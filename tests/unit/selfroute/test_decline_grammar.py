@@ -1004,3 +1004,20 @@ def test_with_the_question_a_give_up_scoped_to_an_unasked_circumstance_answers(
     assert sr.parse_verdict(noun, question=question, **kw).declined, noun
     # the rest must be the question's thing: for another question the circumstance says nothing
     assert sr.parse_verdict(text, question="When was the bridge built?", **kw).declined, text
+
+
+@GRAMMAR
+@given(word=WORDS, strict=st.booleans())
+def test_a_configured_sentinel_scoped_after_a_numbered_answer_reads_as_without_it(
+    word: str, strict: bool
+) -> None:
+    """An answer that opens with a list number ("1. Mix ...") reads the same with the sentinel
+    configured as without it: a scoped sentinel after it leaves the answer, a bare one declines."""
+    steps = "1. Mix the cement.\n2. Pour it into the mould.\n3. Let it set."
+    scoped = f"{steps}\n\n{RAGTRUTH_SENTINEL} whether {word} cement is stronger."
+    kw = {"sentinel": RAGTRUTH_SENTINEL, "strict": strict}
+    assert sr.parse_verdict(scoped, **kw).answered, scoped
+    assert sr.parse_verdict(scoped).answered, scoped
+    bare = f"{steps}\n\n{RAGTRUTH_SENTINEL}."
+    assert sr.parse_verdict(bare, **kw).declined, bare
+    assert sr.parse_verdict(bare).declined, bare
