@@ -134,7 +134,11 @@ def _takes_question() -> bool:
 
 
 def settings(sentinel: str | None = None) -> list[Setting]:
-    """The configurations measured: default/strict x with/without question x sentinels."""
+    """The configurations measured: default/strict x with/without question x sentinels.
+
+    Plus the learned scope model (``selfroute._scope_model.model_verdict``, default sentinel) when
+    the measured checkout has one.
+    """
     sentinels = [("default sentinel", sr.DEFAULT_SENTINEL)]
     if sentinel:
         sentinels.append((f"sentinel {sentinel!r}", sentinel))
@@ -150,7 +154,30 @@ def settings(sentinel: str | None = None) -> list[Setting]:
                 out.append(
                     Setting(f"{mode}, {label}, with question", _predictor(sent, strict, True))
                 )
+    if _has_scope_model():
+        # the learned scope model (not the default: docs/verdict.md, "A learned scope model")
+        out.append(Setting("scope model (experimental)", _scope_predictor(question=False)))
+        if with_q:
+            out.append(Setting("scope model (experimental), with question", _scope_predictor(True)))
     return out
+
+
+def _has_scope_model() -> bool:
+    try:
+        from selfroute import _scope_model  # noqa: F401 -- an older checkout has none
+    except ImportError:
+        return False
+    return True
+
+
+def _scope_predictor(question: bool) -> Callable[[Row], bool]:
+    from selfroute import _scope_model
+
+    def predict(row: Row) -> bool:
+        q = row.get("question") if question else None
+        return _scope_model.model_verdict(row["prediction"], question=q or None).declined
+
+    return predict
 
 
 def _predictor(sentinel: str, strict: bool, question: bool) -> Callable[[Row], bool]:

@@ -1786,3 +1786,79 @@ def could_start_decline(
             core = _lead_stripped(norm)
             return core == "" or (core != norm and opens(core))
     return False
+
+
+# -- the candidate a learned scope model judges (selfroute._scope_model) ------------------------
+#: A decline cue: an answer the rules accept is a candidate for the scope model only with one.
+_CUE = re.compile(
+    r"\b(?:not (?:\w+ly )?(?:mention|provide|specif|state|contain|discuss|include|give|say|"
+    r"address|cover|detail|describe|indicate|explain|list|clear)\w*|unable to|cannot|can't|"
+    r"no (?:\w+ )?(?:information|mention|details?|data|evidence|indication)|unanswerable|sorry|"
+    r"apologi[sz]e|insufficient|not enough)"
+)
+
+
+@dataclass(frozen=True)
+class ScopeCandidate:
+    """A candidate decline sentence of one output, as the rules see it.
+
+    Attributes:
+        sentences: The output's sentences, normalised.
+        focus: The index of the candidate sentence (the rules' decline, or an answer's first cue).
+        kind: ``"R"`` when the rules read the output as a decline, ``"A"`` when as an answer.
+        question: The question (stripped), or ``None``.
+        yes_no: Whether the question is a polar question.
+        shape: The decline shape the candidate shows (``decline_shape``), if any.
+        asks: Whether what the candidate declares absent is what the question asks for (``None``:
+            no question, or nothing declared absent).
+        object_words: Words after the decline shape in the candidate sentence.
+    """
+
+    sentences: tuple[str, ...]
+    focus: int
+    kind: str
+    question: str | None
+    yes_no: bool
+    shape: str | None
+    asks: bool | None
+    object_words: int
+
+
+def scope_candidate(verdict: Verdict, question: str | None) -> ScopeCandidate | None:
+    """The candidate decline of a (non-strict) :func:`parse_verdict` result.
+
+    Returns:
+        ``None`` when there is nothing to judge: a sentinel, empty or garbled output, or an answer
+        with no decline cue.
+    """
+    if verdict.kind is VerdictKind.REFUSAL:
+        kind = "R"
+    elif verdict.kind is VerdictKind.ANSWERED and _CUE.search(_norm(verdict.answer)):
+        kind = "A"
+    else:
+        return None
+    sentences = [_norm(s) for s in _sentences(verdict.answer)] or [_norm(verdict.answer)]
+    focus = -1
+    if kind == "R" and verdict.matched:
+        matched = _norm(verdict.matched)
+        focus = next((i for i, s in enumerate(sentences) if matched in s), -1)
+    if focus < 0:
+        focus = next((i for i, s in enumerate(sentences) if _CUE.search(s)), -1)
+    if focus < 0:
+        focus = next((i for i, s in enumerate(sentences) if _TRIGGER.search(s)), 0)
+    asked = question.strip() if question and question.strip() else None
+    shape = _question_shape(asked) if asked else None
+    found = decline_shape(sentences[focus])
+    obj = ""
+    if found is not None:
+        obj = sentences[focus].split(found[1], 1)[-1].strip(" .,:;!?")
+    return ScopeCandidate(
+        sentences=tuple(sentences),
+        focus=focus,
+        kind=kind,
+        question=asked,
+        yes_no=shape.yes_no if shape else False,
+        shape=None if found is None else found[0],
+        asks=shape.asks_for(obj) if shape and obj else None,
+        object_words=len(obj.split()),
+    )
