@@ -89,6 +89,16 @@ def measure(
             t, question=q or "What is it?"
         ),
     }
+    try:  # the learned scope model (experimental, not parse_verdict's default)
+        from selfroute import _scope_model
+    except ImportError:  # an older checkout
+        pass
+    else:
+        _scope_model.load_model()  # read once, outside the timing
+        variants["scope model default"] = lambda t, q: _scope_model.model_verdict(t)
+        variants["scope model with question"] = lambda t, q: _scope_model.model_verdict(
+            t, question=q or "What is it?"
+        )
     out: dict[str, dict[str, float]] = {}
     for name, fn in variants.items():
         times = _per_output(fn, rows, repeat)
