@@ -12,6 +12,11 @@ Usage::
     python -m benchmarks.train_verdict_model --write     # rebuild selfroute/data/<MODEL_FILE>
     python -m benchmarks.train_verdict_model --check     # exit 1 if the shipped file differs
 
+Variants (``--cv`` only): ``--extra`` adds labelled.jsonl to every training fold (the shipped
+model is trained with it), ``--l2 A B ...`` several regularisations, ``--threshold T``,
+``--zone`` (judge only candidates after some content), ``--drop PREFIX ...`` (leave features out,
+e.g. ``--drop k= kq= kpos= kov= ksh= kask=`` for a model without the rules' verdict).
+
 Everything is deterministic (full-batch gradient descent from zero weights, a fixed number of
 steps, weights rounded to six significant digits), so ``--write`` rebuilds the shipped file byte
 for byte. numpy is needed here, never in ``selfroute``.
@@ -55,6 +60,8 @@ RATE = 2.0
 THRESHOLD = 0.5
 #: Feature-name prefixes left out (experiments only).
 DROP: tuple[str, ...] = ()
+#: Whether the model judges only candidates after some content (experiments only).
+ZONE = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,8 @@ def examples(files: Sequence[str], bits: int = BITS) -> list[Example]:
                 verdict = parse_verdict(row["prediction"], question=q)
                 found = scope_candidate(verdict, q)
                 idx = None
+                if found is not None and ZONE and found.focus == 0:
+                    found = None  # --zone: leave candidates with nothing before them to the rules
                 if found is not None:
                     names = _scope_model.feature_names(found)
                     names = [n for n in names if not n.startswith(DROP)] if DROP else names
@@ -237,7 +246,7 @@ def model_json(files: Sequence[str] = TRAIN_FILES) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line."""
-    global DROP, THRESHOLD
+    global DROP, THRESHOLD, ZONE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cv", action="store_true", help="print the leave-one-set-out table")
     ap.add_argument("--l2", type=float, nargs="*", default=[L2])
@@ -245,9 +254,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="rebuild the shipped weights file")
     ap.add_argument("--check", action="store_true", help="fail if the shipped file differs")
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="decision threshold")
+    ap.add_argument("--zone", action="store_true", help="CV: only candidates after content")
     ap.add_argument("--drop", nargs="*", default=[], help="CV: leave out features by prefix")
     args = ap.parse_args(argv)
     DROP = tuple(args.drop)
+    ZONE = args.zone
     THRESHOLD = args.threshold
     target = REPO_ROOT / "selfroute" / "data" / _scope_model.MODEL_FILE
     if args.cv:
