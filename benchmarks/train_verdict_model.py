@@ -1,44 +1,65 @@
-"""Train (and cross-validate) the learned scope model of :func:`selfroute.parse_verdict`.
+"""Train (and cross-validate) the experimental learned scope model of the verdict parser.
 
-The model (:mod:`selfroute._scope_model`) is a logistic regression over hashed binary features of
-the candidate decline sentence the rules found (or the first decline cue of an answer), its
-neighbours, its position and the question; the rules' own verdict is one of its features. It is
-trained on the vendored hand-labelled outputs of ``tests/fixtures/refusals/`` only, each output
-twice: without the question and with it (when the row has one).
+The model (:mod:`benchmarks.scope_model`; not part of ``selfroute``) is a logistic regression over
+hashed binary features of the candidate decline sentence the rules found (or the first decline cue
+of an answer), its neighbours, its position and the question; the rules' own verdict is one of its
+features. It is trained on the vendored hand-labelled outputs of ``tests/fixtures/refusals/`` only,
+each output twice: without the question and with it (when the row has one). No weights are
+vendored: training takes a few seconds, so :func:`train_model` trains them in the process that
+needs them (``verdict_eval --scope-model``, ``verdict_speed --scope-model``), and ``--write`` saves
+them for ``--scope-weights PATH``.
 
 Usage::
 
-    python -m benchmarks.train_verdict_model --cv        # leave-one-set-out table + set 5 counts
-    python -m benchmarks.train_verdict_model --write     # rebuild selfroute/data/<MODEL_FILE>
-    python -m benchmarks.train_verdict_model --check     # exit 1 if the shipped file differs
+    python -m benchmarks.train_verdict_model --cv            # leave-one-set-out table + set 5
+    python -m benchmarks.train_verdict_model --write [PATH]  # save the weights (default: a file
+                                                             # in the temporary directory)
+    python -m benchmarks.train_verdict_model --check PATH    # exit 1 if PATH differs from a
+                                                             # fresh training
 
-Variants (``--cv`` only): ``--extra`` adds labelled.jsonl to every training fold (the shipped
+Variants (``--cv`` only): ``--extra`` adds labelled.jsonl to every training fold (the trained
 model is trained with it), ``--l2 A B ...`` several regularisations, ``--threshold T``,
 ``--zone`` (judge only candidates after some content), ``--drop PREFIX ...`` (leave features out,
 e.g. ``--drop k= kq= kpos= kov= ksh= kask=`` for a model without the rules' verdict).
 
 Everything is deterministic (full-batch gradient descent from zero weights, a fixed number of
-steps, weights rounded to six significant digits), so ``--write`` rebuilds the shipped file byte
-for byte. numpy is needed here, never in ``selfroute``.
+steps, weights rounded to six significant digits): two trainings give the same weights. (Another
+numpy build may round differently in the last digit, so weights are compared within one install.)
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks import scope_model
 from benchmarks._common import REPO_ROOT
-from selfroute import _scope_model
-from selfroute._verdict import parse_verdict, scope_candidate
+from benchmarks.scope_model import ScopeModel, model_from_json, scope_candidate
+from selfroute._verdict import parse_verdict
 
-__all__ = ["SETS", "Example", "examples", "fit", "main", "model_json", "scores"]
+__all__ = [
+    "DEFAULT_PATH",
+    "SETS",
+    "TRAIN_FILES",
+    "Example",
+    "examples",
+    "fit",
+    "main",
+    "model_json",
+    "scores",
+    "train_model",
+    "trained_json",
+]
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "refusals"
 #: The RAGTruth sets in the order they were labelled; the CV folds are the first four.
@@ -51,8 +72,10 @@ SETS = (
 )
 #: LongBench Qasper + InfiniteBench (the rules' first tuning sources).
 OTHER = "labelled.jsonl"
-#: The shipped model's training files.
+#: The trained model's files.
 TRAIN_FILES = (*SETS, OTHER)
+#: Where ``--write`` saves the weights without a path.
+DEFAULT_PATH = Path(tempfile.gettempdir()) / "selfroute" / scope_model.MODEL_FILE
 BITS = 12
 L2 = 0.03
 STEPS = 3000
@@ -93,9 +116,9 @@ def examples(files: Sequence[str], bits: int = BITS) -> list[Example]:
                 if found is not None and ZONE and found.focus == 0:
                     found = None  # --zone: leave candidates with nothing before them to the rules
                 if found is not None:
-                    names = _scope_model.feature_names(found)
+                    names = scope_model.feature_names(found)
                     names = [n for n in names if not n.startswith(DROP)] if DROP else names
-                    idx = tuple(_scope_model.hashed(names, bits))
+                    idx = tuple(scope_model.hashed(names, bits))
                 out.append(
                     Example(name, q is not None, bool(row["declined"]), verdict.declined, idx)
                 )
@@ -119,7 +142,7 @@ def fit(train: Sequence[Example], bits: int = BITS, l2: float = L2) -> np.ndarra
 
 
 def rounded(w: np.ndarray) -> list[float]:
-    """The weights as shipped (six significant digits)."""
+    """The weights as saved (six significant digits)."""
     return [float(f"{x:.6g}") for x in w]
 
 
@@ -135,7 +158,7 @@ def predict(w: np.ndarray, e: Example, threshold: float | None = None) -> bool:
     if e.indices is None:
         return e.rules
     z = float(w[list(e.indices)].sum())
-    return 1.0 / (1.0 + np.exp(-z)) >= threshold
+    return bool(1.0 / (1.0 + np.exp(-z)) >= threshold)
 
 
 def _confusion(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
@@ -227,7 +250,7 @@ def cross_validate(l2: float, extra: bool) -> str:
 
 
 def model_json(files: Sequence[str] = TRAIN_FILES) -> str:
-    """The shipped weights file, as text."""
+    """The weights file of a model trained on the fixture ``files``, as text."""
     data = [e for name in files for e in examples([name])]
     w = rounded(fit(data))
     meta = {
@@ -244,6 +267,36 @@ def model_json(files: Sequence[str] = TRAIN_FILES) -> str:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"
 
 
+def trained_json(files: Sequence[str] = TRAIN_FILES) -> str:
+    """:func:`model_json`, trained once per process for the same files and settings."""
+    return _trained_json(tuple(files), DROP, ZONE, THRESHOLD)
+
+
+def train_model(files: Sequence[str] = TRAIN_FILES) -> ScopeModel:
+    """A model trained on the fixture ``files`` in this process (once per process; seconds).
+
+    Args:
+        files: Fixture file names under ``tests/fixtures/refusals/`` (default: all six).
+
+    Returns:
+        The model, with the weights a ``--write`` file of the same files and settings holds.
+    """
+    return _train_model(tuple(files), DROP, ZONE, THRESHOLD)
+
+
+@functools.lru_cache(maxsize=8)
+def _trained_json(files: tuple[str, ...], drop: object, zone: object, threshold: object) -> str:
+    # the settings are globals read while training; they are part of the cache key
+    return model_json(files)
+
+
+@functools.lru_cache(maxsize=8)
+def _train_model(
+    files: tuple[str, ...], drop: object, zone: object, threshold: object
+) -> ScopeModel:
+    return model_from_json(_trained_json(files, drop, zone, threshold))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line."""
     global DROP, THRESHOLD, ZONE
@@ -251,8 +304,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--cv", action="store_true", help="print the leave-one-set-out table")
     ap.add_argument("--l2", type=float, nargs="*", default=[L2])
     ap.add_argument("--extra", action="store_true", help="CV: also train on labelled.jsonl")
-    ap.add_argument("--write", action="store_true", help="rebuild the shipped weights file")
-    ap.add_argument("--check", action="store_true", help="fail if the shipped file differs")
+    ap.add_argument(
+        "--write",
+        type=Path,
+        nargs="?",
+        const=DEFAULT_PATH,
+        metavar="PATH",
+        help=f"train and save the weights (default {DEFAULT_PATH})",
+    )
+    ap.add_argument("--check", type=Path, metavar="PATH", help="fail if PATH differs from training")
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="decision threshold")
     ap.add_argument("--zone", action="store_true", help="CV: only candidates after content")
     ap.add_argument("--drop", nargs="*", default=[], help="CV: leave out features by prefix")
@@ -260,18 +320,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     DROP = tuple(args.drop)
     ZONE = args.zone
     THRESHOLD = args.threshold
-    target = REPO_ROOT / "selfroute" / "data" / _scope_model.MODEL_FILE
     if args.cv:
         for l2 in args.l2:
             print(cross_validate(l2, args.extra) + "\n")
     if args.write or args.check:
-        text = model_json()
+        text = trained_json()
         if args.write:
-            target.write_text(text, encoding="utf-8")
-            print(f"wrote {target} ({len(text.encode())} bytes)")
-        elif target.read_text(encoding="utf-8") != text:
-            print(f"{target} differs from what the script builds", file=sys.stderr)
-            return 1
+            args.write.parent.mkdir(parents=True, exist_ok=True)
+            args.write.write_text(text, encoding="utf-8")
+            print(f"wrote {args.write} ({len(text.encode())} bytes)")
+        if args.check:
+            if not args.check.is_file() or args.check.read_text(encoding="utf-8") != text:
+                print(f"{args.check} differs from what the script trains", file=sys.stderr)
+                return 1
+            print(f"{args.check} is what the script trains")
     return 0
 
 

@@ -1,23 +1,21 @@
-"""A learned scope model: a logistic regression that corrects the decline rules where they are weakest.
+"""An experimental learned scope model: a logistic regression re-judging the decline rules' candidate.
 
 The rules of :mod:`selfroute._verdict` find a candidate decline sentence ("The passages do not
 mention the cause.") and decide by hand-written readings whether it declines the question or only
 a narrower point of an answer. This module scores the same decision with a small logistic regression
 over hashed binary features of the candidate sentence, its neighbours, its position, the amount of
-text around it, its overlap with the question and the rules' own verdict. It is pure Python: the
-weights ship as ``selfroute/data/verdict_scope_model.json`` (rebuilt byte for byte by
-``benchmarks/train_verdict_model.py`` from the vendored labelled fixtures) and are read once, on
-first use.
+text around it, its overlap with the question and the rules' own verdict.
 
-It is *not* the default of :func:`~selfroute.parse_verdict`: in leave-one-set-out cross-validation
-over the RAGTruth sets it did not beat the rules (``docs/verdict.md``, "A learned scope model").
-:func:`model_verdict` applies it, for measurement (``benchmarks/verdict_eval.py``). The model only
-classifies; the flow decides what a decline means.
+It is an experiment kept beside the benchmarks, not part of ``selfroute``: it did not beat the rules
+in leave-one-set-out cross-validation nor on the blind held-out set 6 (``docs/verdict.md``, "A
+learned scope model"). No weights are vendored: :mod:`benchmarks.train_verdict_model` trains them
+from the labelled fixtures in seconds (``--write PATH`` saves them; :func:`load_model` reads such a
+file). Inference here is pure Python; numpy is needed only to train. :func:`model_verdict` applies a
+model, for measurement (``benchmarks/verdict_eval.py --scope-model``).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import math
@@ -25,20 +23,23 @@ import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
-from selfroute._decline import content_stems
+from selfroute._decline import content_stems, decline_shape
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._verdict import (
-    ScopeCandidate,
+    _TRIGGER,
     Verdict,
     VerdictKind,
+    _norm,
+    _question_shape,
+    _sentences,
     parse_verdict,
-    scope_candidate,
 )
 
 __all__ = [
     "MODEL_FILE",
+    "ScopeCandidate",
     "ScopeModel",
     "bucket",
     "feature_names",
@@ -46,12 +47,92 @@ __all__ = [
     "load_model",
     "model_from_json",
     "model_verdict",
+    "requested_model",
+    "scope_candidate",
 ]
 
-#: The weights file under ``selfroute/data``.
+#: The file name the training script writes by default (in the temporary directory).
 MODEL_FILE = "verdict_scope_model.json"
 
 _WORDS = re.compile(r"[a-z0-9']+")
+
+#: A decline cue: an answer the rules accept is a candidate for the scope model only with one.
+_CUE = re.compile(
+    r"\b(?:not (?:\w+ly )?(?:mention|provide|specif|state|contain|discuss|include|give|say|"
+    r"address|cover|detail|describe|indicate|explain|list|clear)\w*|unable to|cannot|can't|"
+    r"no (?:\w+ )?(?:information|mention|details?|data|evidence|indication)|unanswerable|sorry|"
+    r"apologi[sz]e|insufficient|not enough)"
+)
+
+
+@dataclass(frozen=True)
+class ScopeCandidate:
+    """A candidate decline sentence of one output, as the rules see it.
+
+    Attributes:
+        sentences: The output's sentences, normalised.
+        focus: The index of the candidate sentence (the rules' decline, or an answer's first cue).
+        kind: ``"R"`` when the rules read the output as a decline, ``"A"`` when as an answer.
+        question: The question (stripped), or ``None``.
+        yes_no: Whether the question is a polar question.
+        shape: The decline shape the candidate shows (``decline_shape``), if any.
+        asks: Whether what the candidate declares absent is what the question asks for (``None``:
+            no question, or nothing declared absent).
+        object_words: Words after the decline shape in the candidate sentence.
+    """
+
+    sentences: tuple[str, ...]
+    focus: int
+    kind: str
+    question: str | None
+    yes_no: bool
+    shape: str | None
+    asks: bool | None
+    object_words: int
+
+
+def scope_candidate(verdict: Verdict, question: str | None) -> ScopeCandidate | None:
+    """The candidate decline of a (non-strict) :func:`~selfroute.parse_verdict` result.
+
+    Args:
+        verdict: What ``parse_verdict(text, question=question)`` returned.
+        question: The question the verdict was read with, or ``None``.
+
+    Returns:
+        ``None`` when there is nothing to judge: a sentinel, empty or garbled output, or an answer
+        with no decline cue.
+    """
+    if verdict.kind is VerdictKind.REFUSAL:
+        kind = "R"
+    elif verdict.kind is VerdictKind.ANSWERED and _CUE.search(_norm(verdict.answer)):
+        kind = "A"
+    else:
+        return None
+    sentences = [_norm(s) for s in _sentences(verdict.answer)] or [_norm(verdict.answer)]
+    focus = -1
+    if kind == "R" and verdict.matched:
+        matched = _norm(verdict.matched)
+        focus = next((i for i, s in enumerate(sentences) if matched in s), -1)
+    if focus < 0:
+        focus = next((i for i, s in enumerate(sentences) if _CUE.search(s)), -1)
+    if focus < 0:
+        focus = next((i for i, s in enumerate(sentences) if _TRIGGER.search(s)), 0)
+    asked = question.strip() if question and question.strip() else None
+    shape = _question_shape(asked) if asked else None
+    found = decline_shape(sentences[focus])
+    obj = ""
+    if found is not None:
+        obj = sentences[focus].split(found[1], 1)[-1].strip(" .,:;!?")
+    return ScopeCandidate(
+        sentences=tuple(sentences),
+        focus=focus,
+        kind=kind,
+        question=asked,
+        yes_no=shape.yes_no if shape else False,
+        shape=None if found is None else found[0],
+        asks=shape.asks_for(obj) if shape and obj else None,
+        object_words=len(obj.split()),
+    )
 
 
 def bucket(value: int, edges: Sequence[int]) -> str:
@@ -125,7 +206,7 @@ def hashed(names: Iterable[str], bits: int) -> list[int]:
 
 @dataclass(frozen=True)
 class ScopeModel:
-    """The shipped logistic regression.
+    """A trained logistic regression.
 
     Attributes:
         bits: Hash table size is ``2**bits``.
@@ -163,41 +244,50 @@ def model_from_json(text: str) -> ScopeModel:
     bits = int(data["bits"])
     weights = tuple(float(x) for x in data["weights"])
     if len(weights) != 1 << bits:
-        raise ValueError(f"{MODEL_FILE}: {len(weights)} weights for {bits} bits")
+        raise ValueError(f"scope model: {len(weights)} weights for {bits} bits")
     return ScopeModel(
         bits=bits, weights=weights, threshold=float(data["threshold"]), meta=dict(data["meta"])
     )
 
 
-@functools.lru_cache(maxsize=1)
-def load_model() -> ScopeModel:
-    """The shipped model (read once)."""
-    text = (
-        resources.files("selfroute")
-        .joinpath("data")
-        .joinpath(MODEL_FILE)
-        .read_text(encoding="utf-8")
-    )
-    return model_from_json(text)
+def load_model(path: Path) -> ScopeModel:
+    """The model of a weights file (``python -m benchmarks.train_verdict_model --write PATH``)."""
+    return model_from_json(Path(path).read_text(encoding="utf-8"))
+
+
+def requested_model(train: bool, weights: Path | None) -> ScopeModel | None:
+    """The model a benchmark's ``--scope-model`` / ``--scope-weights PATH`` options ask for.
+
+    Args:
+        train: Train one in this process (``train_verdict_model.train_model``; numpy, seconds).
+        weights: Read this weights file instead (it wins over ``train``).
+
+    Returns:
+        The model, or ``None`` when neither option was given.
+    """
+    if weights is not None:
+        return load_model(weights)
+    if train:
+        from benchmarks.train_verdict_model import train_model  # numpy: only to train
+
+        return train_model()
+    return None
 
 
 def model_verdict(
     text: str | None,
+    model: ScopeModel,
     *,
     sentinel: str = DEFAULT_SENTINEL,
     question: str | None = None,
-    model: ScopeModel | None = None,
 ) -> Verdict:
     """:func:`~selfroute.parse_verdict` (not strict) with the scope model judging its candidate.
 
-    Not the default of :func:`~selfroute.parse_verdict`: in leave-one-set-out cross-validation it
-    did not beat the rules (``docs/verdict.md``, "A learned scope model").
-
     Args:
         text: What the model wrote.
+        model: The weights (``train_verdict_model.train_model()`` or :func:`load_model`).
         sentinel: The decline word the prompt asked for.
         question: The question, when known.
-        model: The weights (default: the shipped model).
 
     Returns:
         The rules' verdict, with its decline/answer reading replaced by the model's when the
@@ -207,7 +297,7 @@ def model_verdict(
     candidate = scope_candidate(verdict, question)
     if candidate is None:
         return verdict
-    declines = (model or load_model()).declines(feature_names(candidate))
+    declines = model.declines(feature_names(candidate))
     if declines == verdict.declined:
         return verdict
     if declines:
