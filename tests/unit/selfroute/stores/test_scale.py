@@ -263,3 +263,30 @@ def test_stats_after_an_index_run_equal_a_scan_without_one(
     check()  # nothing changed
     report = make_store().index([notes])
     assert make_store().stats(after=report, documents=True).document_list  # listing: a scan
+
+
+def test_scans_read_pages_by_id_not_by_offset(
+    tmp_path: Path, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma serves ``offset`` by skipping rows: paging by offset is quadratic in the size."""
+    from chromadb.api.models.Collection import Collection
+
+    from selfroute.stores import _records
+
+    _notes(tmp_path / "notes", 9)
+    make_store().index([tmp_path / "notes"])
+    calls: list[dict[str, Any]] = []
+    real = Collection.get
+
+    def get(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "get", get)
+    monkeypatch.setattr(_records, "PAGE", 2)
+    store = make_store()
+    assert len(store._reader.document_records()) == 9
+    assert len(store.committed_ids()) == 9
+    assert len(list(store._reader.iter_chunks(include_text=True))) == 9
+    assert calls and not [c for c in calls if c.get("offset")]
+    assert max(len(c.get("ids") or []) for c in calls) == 2  # pages of PAGE ids
