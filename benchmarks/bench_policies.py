@@ -59,13 +59,18 @@ LABELLED = (
 #: RAGTruth RAG answers, hand-labelled: the verdict parser's held-out source until issue #15's
 #: rules were revised after reading its errors (a tuning source since).
 RAGTRUTH_LABELLED = LABELLED.with_name("ragtruth_labelled.jsonl")
-#: RAGTruth held-out set 4: labelled blind, scored once on the frozen parser, errors never read.
-RAGTRUTH_HELD_OUT = LABELLED.with_name("ragtruth_holdout4.jsonl")
+#: RAGTruth set 4: labelled blind, scored once as held out on the parser frozen at c844424, then
+#: (the set-4 round of issue #15) read and tuned on: a tuning source since.
+RAGTRUTH_SET_4 = LABELLED.with_name("ragtruth_holdout4.jsonl")
+#: RAGTruth set 5: labelled blind, scored once as held out on the parser frozen at 3bf0ddd (the
+#: set-4 round), errors not read; a tuning source for the round after.
+RAGTRUTH_SET_5 = LABELLED.with_name("ragtruth_holdout5.jsonl")
 #: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled file.
 DECLINE_SETS = {
     "LongBench Qasper + InfiniteBench (tuning sources)": LABELLED,
     "RAGTruth (held out at the freeze, tuning since)": RAGTRUTH_LABELLED,
-    "RAGTruth set 4 (held out)": RAGTRUTH_HELD_OUT,
+    "RAGTruth set 4 (held out at c844424, tuning since)": RAGTRUTH_SET_4,
+    "RAGTruth set 5 (held out at 3bf0ddd)": RAGTRUTH_SET_5,
 }
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
@@ -617,7 +622,9 @@ def run(ctx: BenchContext) -> BenchResult:
             "oracle's RAG-step declines replaced by real model declines (hand-labelled, "
             f"{len(real_declines())} tuning-source texts, then "
             f"{len(real_declines(RAGTRUTH_LABELLED))} from RAGTruth tuning rows, then "
-            f"{len(real_declines(RAGTRUTH_HELD_OUT))} from RAGTruth held-out set 4; "
+            f"{len(real_declines(RAGTRUTH_SET_4))} from RAGTruth set 4 (held out once, tuning "
+            f"since), then {len(real_declines(RAGTRUTH_SET_5))} from RAGTruth set 5 (held out at "
+            "the parser's freeze 3bf0ddd); "
             "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )

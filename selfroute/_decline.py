@@ -562,6 +562,8 @@ SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = tuple(
 
 #: A negated verb of information opening a clause ("doesn't say", "it does not specify").
 NEGATED_VERB = re.compile(rf"^(?:(?:it|they|the \w+) )?{_NEGATION}{_ADVS} {_BASE}\b")
+#: A negated verb of information anywhere in a sentence ("... do not provide", "never mention").
+NEGATED_INFO = re.compile(rf"\b{_NEGATION}{_ADVS} {_BASE}\b")
 
 
 @functools.cache
@@ -685,7 +687,7 @@ _GENERIC = (
         "documents chunks chunk excerpt excerpts source sources provided given retrieved above paper "
         "article report whether also other such further more much many enough sufficient regard "
         "relation terms kind type sort user one figure figures number numbers amount amounts value "
-        "values anything something nothing"
+        "values anything something nothing potential possible"
     )
     | frozenset(w for adverb in ADVERBS for w in adverb.split())
 )
@@ -723,10 +725,11 @@ class QuestionShape:
         yes_no: A polar question ("Does the paper use BERT?"): "No, ..." answers it.
         about_source: A polar question about what the source says ("Does the paper mention X?"):
             "The paper does not mention X" answers it.
-        terms: Stems of the question's content words and of the nouns its wh-words ask for.
+        own: Stems of the question's content words.
+        terms: ``own`` and the stems of the nouns its wh-words ask for.
     """
 
-    __slots__ = ("about_source", "terms", "words", "yes_no")
+    __slots__ = ("about_source", "own", "terms", "words", "yes_no")
 
     def __init__(self, question: str) -> None:
         text = _SPACES.sub(" ", question.replace("’", "'").lower()).strip(" \"'*_`")
@@ -739,8 +742,14 @@ class QuestionShape:
         self.yes_no = polar
         self.about_source = polar and bool(_ABOUT_SOURCE.search(text))
         extra = [n for w in words if w in _WH_NOUNS for n in _WH_NOUNS[w]]
-        self.terms = content_stems(text) | frozenset(_stem(n) for n in extra)
+        self.own = content_stems(text)
+        self.terms = self.own | frozenset(_stem(n) for n in extra)
         self.words = frozenset(words)
+
+    def mentions(self, text: str) -> bool:
+        """Whether any content word of ``text`` is one of the question's own (stem or prefix)."""
+        prefixes = {t[:5] for t in self.own}
+        return any(s in self.own or s[:5] in prefixes for s in content_stems(text))
 
     def asks_for(self, absent: str) -> bool:
         """Whether ``absent`` (what a decline says is missing) is what the question asks for.

@@ -18,6 +18,7 @@ from selfroute._decline import (
     COVERS_INSTEAD,
     FUNCTION_WORDS,
     GIVES_UP_QUESTION,
+    NEGATED_INFO,
     NEGATED_VERB,
     POINTER,
     SOURCE_DETERMINERS,
@@ -680,6 +681,25 @@ def _asks_for_absent(sentence: str, shape: QuestionShape, *, named: bool = False
     return shape.asks_for(absent)
 
 
+#: A heading that names one source ("Passage 3:", "**Chunk 2:**").
+_ONE_SOURCE_HEADING = re.compile(
+    r"^(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
+    r"(?:\d+|[ivx]+|\[\d+\]|#\d+) *:$"
+)
+
+
+def _under_one_source_heading(sentences: _Sentences, i: int) -> bool:
+    """Whether declining sentence ``i`` opens the section of one source ("Passage 3:").
+
+    "Passage 1: <steps> Passage 2: <steps> Passage 3: Unable to answer based on given passages.":
+    the give-up (and the declines right after it) is about passage 3; the others answered.
+    """
+    j = i - 1
+    while j >= 0 and sentences.refuses(j):
+        j -= 1
+    return j >= 0 and _ONE_SOURCE_HEADING.match(sentences[j].rstrip(" *_")) is not None
+
+
 #: A pronoun subject that can stand for the source named in the sentence before.
 _PRONOUN_SUBJECT = re.compile(r"^(?:however,? |but |yet )?(?:it|this|they)\b")
 
@@ -741,6 +761,8 @@ class _Sentences:
                 # '... the answer is: "Unable to answer based on given passages."': a whole
                 # sentence in quotes says what it says
                 norm = norm.strip(_QUOTES + " ") or norm
+            elif norm[:1] == "(" and norm.rstrip(" .!")[-1:] == ")":
+                norm = norm.strip("() .") or norm  # "(Unable to answer ...)": the same
             self._norms[i] = norm
         return norm
 
@@ -888,6 +910,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             and sentences.refuses(count - 1)
             and not _NO_FURTHER.search(last)
             and not _one_source_give_up(last, _GIVES_UP.search(last))
+            and not _ONE_SOURCE_BASED.search(last)
         ):
             return sentences.phrase(count - 1)
     # "<reasoning> ... Final answer: not specified in the document.": the labelled verdict decides
@@ -916,9 +939,12 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
             if (
                 sentences.refuses(i)
                 and not _about_one_source(sentences, i)
+                and not _under_one_source_heading(sentences, i)
                 and _asks_for_absent(sentences[i], shape, named=True)
             ):
-                if any(_concludes(sentences[j]) for j in range(i + 1, count)):
+                if _resumes_answer(sentences, i) or any(
+                    _concludes(sentences[j]) for j in range(i + 1, count)
+                ):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
     return None
@@ -951,9 +977,13 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     m = _GIVES_UP.search(core)
     if m is None or not sentences.refuses(i) or _HYPOTHETICAL.search(core, 0, m.start()):
         return False
-    if _one_source_give_up(core, m):
+    if (
+        _one_source_give_up(core, m)
+        or _under_one_source_heading(sentences, i)
+        or _resumes_answer(sentences, i)
+    ):
         return False
-    scope = _gives_up_scope(sentences, i, core[m.end() :])
+    scope = _gives_up_scope(sentences, i, core[m.end() :], shape)
     if scope is None:
         # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
         return not _scoped_to_passages(sentences, i)
@@ -973,6 +1003,13 @@ _ONE_SOURCE_BASIS = re.compile(
     r"(?:on|from|in|using|with) (?:(?:this|that) (?:passage|chunk|excerpt|snippet|paragraph|"
     r"section|source)|(?:passage|chunk|excerpt|snippet|paragraph|section|source) (?:\d+|[ivx]+))\b"
 )
+#: A basis that is one passage, anywhere ("Therefore, I cannot provide an answer based on this
+#: passage alone", "... more detailed instructions based on this passage").
+_ONE_SOURCE_BASED = re.compile(
+    r"\b(?:based|solely|only|purely|just) (?:on|from|in|using) (?:(?:this|that) (?:passage|chunk|"
+    r"excerpt|snippet|paragraph|section|source)|(?:passage|chunk|excerpt|snippet|paragraph|section|"
+    r"source) (?:\d+|[ivx]+))\b"
+)
 _SCOPE_END = re.compile(r"[,;:(]\s*(?:so|as|because|since|which|and|but|therefore|thus)\b|[.!?;]")
 #: A give-up that qualifies the answer given ("cannot answer the question in detail").
 _DEGREE = re.compile(
@@ -984,6 +1021,11 @@ _DEGREE = re.compile(
 _SCOPE_START = re.compile(
     r"^[\s,:]*(?:whether|if|about|regarding|concerning|on|for|as to|in regard to|with regard to|"
     r"related to|how|what|why|when|where|who|which)\b"
+)
+#: A colon, then the gerund of a verb of information: what the give-up could not do.
+_COLON_SCOPE = re.compile(
+    r"^\s*:\s*(?:provid|giv|list|explain|specify|describ|detail|identify|stat|offer|nam|"
+    r"determin|answer)ing\b"
 )
 #: A conditional: "If the passages did not contain X, my response would be ...".
 _HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
@@ -1001,7 +1043,9 @@ def _one_source_give_up(core: str, m: re.Match[str] | None) -> bool:
     )
 
 
-def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
+def _gives_up_scope(
+    sentences: _Sentences, i: int, rest: str, shape: QuestionShape | None = None
+) -> str | None:
     """What the give-up sentence ``i`` is scoped to (``rest``: its text after the give-up).
 
     Returns ``None`` when it gives up on the question as a whole, ``""`` when it only qualifies
@@ -1011,9 +1055,12 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
     rest = _SCOPE_BASIS.sub("", rest, count=1)
     if _DEGREE.match(rest):
         return ""
+    colon = _COLON_SCOPE.match(rest)
+    if colon is not None:  # "...: Providing detailed information on X, as ...": X
+        rest = rest[colon.end() :]
     end = _SCOPE_END.search(rest)
     clause = rest[: end.start()] if end else rest
-    if _SCOPE_START.match(clause) and content_stems(clause):
+    if (colon is not None or _SCOPE_START.match(clause)) and content_stems(clause):
         return clause
     if clause.strip(" .:,\"'"):
         return None  # more words, not a scope: "... as the passages do not say"
@@ -1023,7 +1070,65 @@ def _gives_up_scope(sentences: _Sentences, i: int, rest: str) -> str | None:
     # A bare give-up stays one even when the next sentence names what is missing ("... The
     # passages do not provide X"): on the labelled RAGTruth answers that X is mostly the question
     # itself in other words ("how to level the post", "other benefits"), which its words cannot
-    # tell from a narrower case the question did not ask ("stuffed pork chops").
+    # tell from a narrower case the question did not ask ("stuffed pork chops") -- unless X says
+    # it is a narrower case ("... how to fix a specific issue with the valve").
+    return _sub_case_named(sentences, i, shape)
+
+
+#: A narrower case than the one answered: a situation, issue, season or time of it.
+_SUB_CASE = re.compile(
+    r"\b(?:(?:different|individual|various|specific|particular|certain) (?:aspects?|cases?|"
+    r"situations?|issues?|problems?|scenarios?|seasons?|times?|stages?|circumstances?|"
+    r"conditions?|types?)|other (?:types?|kinds?|sorts?|varieties|aspects?) of)\b"
+)
+#: A circumstance: a clause with its own subject ("when they are ...", "once it has ..."), or
+#: "without" and what is done without.
+_CIRCUMSTANCE = re.compile(
+    r"\b(?:(?:when|once|after|unless|until|while|before|if) (?:it|they|he|she|you|we)|without) \w"
+)
+_EXAMPLES = re.compile(r",? (?:such as|including|like|e\.g\.|for example)\b")
+#: "Nothing beyond these", "other uses": the question itself, not a narrower case ("other types
+#: of sugar" is one).
+_NOTHING_ELSE = re.compile(
+    r"\b(?:other(?! (?:types?|kinds?|sorts?|varieties|aspects?) of)|beyond|only|except|besides|"
+    r"additional|apart from|more)\b"
+)
+
+
+def _sub_case_named(sentences: _Sentences, i: int, shape: QuestionShape | None) -> str | None:
+    """What the sentence after the bare give-up ``i`` says is missing, if it is a narrower case.
+
+    "... Unable to answer based on given passages. The passages do not provide guidance on how to
+    reheat individual types of food.": the missing thing is a sub-case of what was answered (a
+    situation, issue, season, time or "other types of X"), so the give-up is scoped to it. A
+    category partition ("types of food", the item a question often asks for), "nothing beyond
+    these" and "other X" (the question itself: "no other uses") are not sub-cases. With the
+    question's ``shape``, neither is it needed when the missing thing is the asked one in a
+    circumstance the question never names ("... when they are not caused by running").
+    """
+    if i + 1 >= len(sentences) or not sentences.refuses(i + 1):
+        return None
+    nxt = _lead_stripped(sentences[i + 1])
+    m = NEGATED_INFO.search(nxt) if _SOURCE_SUBJECT.match(nxt) else None
+    if m is None:
+        return None
+    absent = nxt[m.end() :]
+    head = _EXAMPLES.split(absent, maxsplit=1)[0]  # "... , such as X": X only illustrates
+    if _NOTHING_ELSE.search(head):
+        return None
+    if _SUB_CASE.search(head):
+        return absent
+    if shape is not None and not shape.yes_no:
+        # "... how to relieve tight calf muscles when they are not caused by running": the asked
+        # thing (some word of it the question's) in a circumstance none of whose words is the
+        # question's: a case the question did not ask
+        clause = _CIRCUMSTANCE.search(head)
+        if (
+            clause is not None
+            and shape.mentions(head[: clause.start()])
+            and not shape.mentions(head[clause.start() :])
+        ):
+            return absent
     return None
 
 
@@ -1096,6 +1201,8 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
         window = text[max(0, m.start() - 120) : m.start()]
         if _NEGATED.search(window):
             continue  # "not unanswerable"
+        if _annotates_item(window, text[m.end() : m.end() + 8]):
+            continue  # "... can raise uric acid levels (Unable to answer ...).": one item's note
         before = window.rstrip(" \t" + soft)
         if before.endswith("\n"):
             rest_of_line = after[1:].split("\n", 1)[0].strip() if after.startswith(":") else ""
@@ -1111,6 +1218,18 @@ def _sentinel_verdict(cleaned: str, sentinel: str, flat: str | None = None) -> s
     return None
 
 
+def _annotates_item(before: str, after: str) -> bool:
+    """Whether a sentinel between ``before`` and ``after`` is in parentheses after content.
+
+    "6. Avoid stress, as it can raise uric acid levels (Unable to answer based on given
+    passages).": a note on one item of the answer, like "(Passage 3)", not the verdict.
+    """
+    line = before.rsplit("\n", 1)[-1].rstrip(" \t")
+    return (
+        line.endswith("(") and after.lstrip(" .")[:1] == ")" and len(_WORD_RUN.findall(line)) >= 3
+    )
+
+
 def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShape | None) -> bool:
     """Whether every sentinel after an answer is scoped to something else (see :func:`_gives_up`).
 
@@ -1123,7 +1242,8 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
     if flat.startswith(sent):
         return False
     sentences = _Sentences(cleaned, flat)
-    first = next((i for i in range(len(sentences)) if sentences.kind(i) != "P"), None)
+    # the first informative sentence: not a preamble, nor a list number or heading ("1.")
+    first = next((i for i in range(len(sentences)) if sentences.kind(i) not in "PN"), None)
     found = [i for i in range(len(sentences)) if sent in sentences[i]]
     if first is None or not found or found[0] <= first or sentences.kind(first) != "C":
         return False
@@ -1132,9 +1252,13 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
         pos = core.find(sent)
         if pos < 0:
             return False
-        if _HYPOTHETICAL.search(core, 0, pos):
+        if (
+            _HYPOTHETICAL.search(core, 0, pos)
+            or _under_one_source_heading(sentences, i)
+            or _resumes_answer(sentences, i)
+        ):
             continue
-        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :])
+        scope = _gives_up_scope(sentences, i, core[pos + len(sent) :], shape)
         if scope is None:
             if _scoped_to_passages(sentences, i):
                 continue
@@ -1144,12 +1268,50 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
     return True
 
 
+#: Content sentences after a give-up (and its explanation) that show the answer went on.
+_RESUMED_CONTENT = 5
+
+
+def _resumes_answer(sentences: _Sentences, i: int) -> bool:
+    """Whether the answer goes on after the give-up sentence ``i``, to its end.
+
+    "<steps> Unable to answer based on given passages. The passages do not cover stuffed chops.
+    If you want to make stuffed chops, follow these steps: <steps>": a decline followed by a
+    committed answer is an answer, after content as at the opening. The give-up's own
+    explanation (the declining sentences right after it) is skipped; then at least
+    ``_RESUMED_CONTENT`` sentences of content must follow, the last informative one among them.
+    """
+    count = len(sentences)
+    j = i + 1
+    while j < count and sentences.refuses(j):
+        j += 1
+    if count - j < _RESUMED_CONTENT:
+        return False
+    last = next((k for k in range(count - 1, j - 1, -1) if sentences.kind(k) not in "NP"), None)
+    if last is None or sentences.kind(last) != "C":
+        return False
+    content = 0
+    for k in range(j, last + 1):
+        if sentences.kind(k) == "C" and len(_WORD_RUN.findall(sentences[k])) >= 3:
+            content += 1
+            if content >= _RESUMED_CONTENT:
+                return True
+    return False
+
+
 def _scoped_to_passages(sentences: _Sentences, i: int) -> bool:
     """Whether the sentence after ``i`` scopes it to some passages ("... in passages 2 and 4")."""
     return (
         i + 1 < len(sentences)
         and sentences.refuses(i + 1)
         and _ONE_SOURCE.search(_lead_stripped(sentences[i + 1])) is not None
+    )
+
+
+def _echoes(flat: str, question: str) -> bool:
+    """Whether the output ``flat`` (normalised) is the question again, word for word."""
+    return len(flat) <= 2 * len(question) + 8 and _WORD_RUN.findall(flat) == _WORD_RUN.findall(
+        _norm(question)
     )
 
 
@@ -1182,11 +1344,13 @@ def parse_verdict(
         sentinel: The decline word the prompt asked for (a non-empty string).
         strict: If true, only the sentinel counts as a decline; natural-language refusals are taken
             as answers. Empty output still counts as declined.
-        question: The question the output answers, when known. It changes two readings: an
+        question: The question the output answers, when known. It changes these readings: an
             opening "No, ..." (or "The paper does not mention X" for "Does the paper mention X?")
-            answers a yes/no question instead of declining; and an answer that goes on to say
-            the asked-for item is missing ("He died in 1972. The passages do not mention the
-            cause." for "How did he die?") is a partial answer, which declines (escalates).
+            answers a yes/no question instead of declining; an answer that goes on to say the
+            asked-for item is missing ("He died in 1972. The passages do not mention the
+            cause." for "How did he die?") is a partial answer, which declines (escalates); a
+            give-up scoped to something the question does not ask leaves the answer; and an
+            output that only repeats the question declines.
 
     Returns:
         A :class:`Verdict`. ``verdict.declined`` is true for the sentinel, natural refusals (unless
@@ -1238,6 +1402,9 @@ def parse_verdict(
     if matched is not None and not _sentinel_scoped(cleaned, flat, sentinel, shape):
         return Verdict(kind=VerdictKind.SENTINEL, answer=cleaned, matched=matched)
     if not strict:
+        if shape is not None and _echoes(flat, question or ""):
+            # "types of food in france" for "types of food in france": no answer at all
+            return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=cleaned)
         phrase = _refusal_verdict(cleaned, shape, flat)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)

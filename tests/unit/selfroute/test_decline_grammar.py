@@ -762,3 +762,262 @@ def test_a_verdict_given_as_a_quoted_sentence_decides(word: str, quote: str) -> 
     assert sr.parse_verdict(declined, question=f"What is the {word} budget?").declined, declined
     answered = reasoning + "\n\n" + lead + quote.format(f"The {word} budget is $5,000.")
     assert sr.parse_verdict(answered).answered, answered
+
+
+# -- the set-4 round (docs/verdict.md, "The set-4 round") --------------------------------------
+MORE_STEPS = (
+    "For quick-set {w} concrete, add the accelerator to the water first. Stir the {w} "
+    "mix for two minutes. Pour it within ten minutes. Smooth the top with a trowel. Keep it damp "
+    "for a day."
+)
+
+
+@GRAMMAR
+@given(word=WORDS, sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]))
+def test_a_give_up_the_answer_goes_on_from_leaves_the_answer_standing(
+    word: str, sentinel: str | None
+) -> None:
+    """Content, a give-up, then the answer goes on (five sentences of content, ending the
+    output): the give-up was an aside. Fewer sentences after it, or a closing decline, do not."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    give_up = (
+        f"{RAGTRUTH_SENTINEL}. The passages do not provide steps for quick-set {word} concrete."
+    )
+    resumed = f"{ANSWER}\n\n{give_up}\n\n{MORE_STEPS.format(w=word)}"
+    for question in (None, "how to make concrete"):
+        assert sr.parse_verdict(resumed, question=question, **kw).answered, resumed
+    short = (
+        f"{ANSWER}\n\n{give_up} Stir the {word} mix for two minutes. Pour it soon after. "
+        "Smooth the top with a trowel. Keep it damp for a day."
+    )
+    assert sr.parse_verdict(short, **kw).declined, short
+    closed = f"{resumed} Therefore, I am unable to answer the question."
+    assert sr.parse_verdict(closed, **kw).declined, closed
+    # with the question, a partial decline the answer goes on from is an aside too
+    absent = f"{ANSWER}\n\nThe passages do not explain how to make {word} concrete. " + (
+        MORE_STEPS.format(w=word)
+    )
+    assert sr.parse_verdict(absent, question=f"how to make {word} concrete").answered, absent
+    ends = f"{ANSWER}\n\nThe passages do not explain how to make {word} concrete."
+    assert sr.parse_verdict(ends, question=f"how to make {word} concrete").declined, ends
+
+
+@GRAMMAR
+@given(word=WORDS, gerund=st.sampled_from(["Providing", "Giving", "Listing", "Explaining"]))
+def test_a_give_up_with_a_colon_then_what_it_could_not_do_is_scoped(word: str, gerund: str) -> None:
+    """ "<answer> Unable to answer based on the given passages: Providing details on X, as ...":
+    scoped to X like "... whether X" (asked-for X declines, with the question); a colon then a
+    sentence ("...: I cannot provide X") is a reason, not a scope."""
+    scoped = (
+        f"{ANSWER}\n\nUnable to answer based on the given passages: {gerund} detailed information "
+        f"on the {word} conditions it treats, as this is not stated in the passages."
+    )
+    assert sr.parse_verdict(scoped).answered, scoped
+    assert sr.parse_verdict(scoped, question="how to make concrete").answered, scoped
+    asked = f"what {word} conditions does it treat"
+    assert sr.parse_verdict(scoped, question=asked).declined, (scoped, asked)
+    reason = (
+        f"{ANSWER}\n\nUnable to answer based on given passages: I cannot provide information on "
+        f"the {word} conditions beyond what is covered in the passages."
+    )
+    assert sr.parse_verdict(reason).declined, reason
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    case=st.sampled_from(
+        [
+            "a specific issue with the {w} valve, such as a leak",
+            "individual types of {w} food",
+            "the {w} plant during different seasons",
+            "the {w} weather at different times of the year",
+        ]
+    ),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_bare_give_up_then_a_narrower_case_leaves_the_answer_standing(
+    word: str, case: str, sentinel: str | None
+) -> None:
+    """ "<answer> Unable to answer ... The passages do not provide guidance on <a narrower case>":
+    a situation, issue, season or time of what was answered is the give-up's scope. A category
+    ("types of food", often the asked-for item), "other uses" or "nothing beyond these" is not, and
+    the give-up stays the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    item = case.format(w=word)
+    text = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {item}."
+    assert sr.parse_verdict(text, **kw).answered, text
+    assert sr.parse_verdict(text, question="how to make concrete", **kw).answered, text
+    for near in (
+        f"types of {word} food",
+        f"other uses of the {word} plant",
+        f"the {word} plant beyond these basic steps",
+        f"the specific {word} steps",
+    ):
+        miss = f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {near}."
+        assert sr.parse_verdict(miss, **kw).declined, miss
+    # a narrower case the question asks about is the question
+    asked = f"how to care for the {word} plant during different seasons"
+    seasons = (
+        f"{ANSWER}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide guidance on {asked[4:]}."
+    )
+    assert sr.parse_verdict(seasons, question=asked, **kw).declined, seasons
+
+
+@GRAMMAR
+@given(word=WORDS, punct=st.sampled_from(["", "?", "."]))
+def test_an_output_that_only_echoes_the_question_declines_with_it(word: str, punct: str) -> None:
+    """An output that is the question again, word for word, has no answer (with the question
+    known); an answer that starts with the question's words, or a short answer, answers."""
+    question = f"types of {word} food in france"
+    echo = f"Types of {word} food in France{punct}"
+    assert sr.parse_verdict(echo, question=question).declined, echo
+    assert sr.parse_verdict(echo).answered, echo
+    assert sr.parse_verdict(echo, question=question, strict=True).answered, echo
+    longer = f"Types of {word} food in France: cheese, bread and wine."
+    assert sr.parse_verdict(longer, question=question).answered, longer
+
+
+@GRAMMAR
+@given(word=WORDS, hedge=st.sampled_from(["potential", "possible"]))
+def test_a_hedged_absence_of_the_asked_item_is_the_asked_item(word: str, hedge: str) -> None:
+    """ "However, there is no mention of any potential side effects": with the question known,
+    "potential" names nothing beyond "side effects"; a narrower item still answers."""
+    question = f"benefits and side effects of {word} tea"
+    answer = f"The benefits of {word} tea: it relieves stress and soothes pain."
+    text = f"{answer} However, there is no mention of any {hedge} side effects in the passages."
+    assert sr.parse_verdict(text, question=question).declined, text
+    narrower = f"{answer} However, there is no mention of any {hedge} side effects in children."
+    assert sr.parse_verdict(narrower, question=question).answered, narrower
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    passage=st.sampled_from(["Passage 3", "Chunk 2", "Passage III", "**Passage 3**"]),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_give_up_that_opens_one_passage_section_is_about_that_passage(
+    word: str, passage: str, sentinel: str | None
+) -> None:
+    """ "Passage 1: <steps> Passage 3: Unable to answer based on given passages.": the give-up is
+    passage 3's section; passage 1 answered. After the sections, the give-up is the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    steps = f"Passage 1:\nMix the {word} cement. Pour it into the mould. Let it set.\n\n"
+    give_up = f"{RAGTRUTH_SENTINEL}. The passages do not provide enough information to make it."
+    text = f"{steps}{passage}:\n{give_up}"
+    for question in (None, f"how to make {word} concrete"):
+        assert sr.parse_verdict(text, question=question, **kw).answered, text
+    after = f"{steps}Passage 2:\nIt sets in a day.\n\n{give_up}"
+    assert sr.parse_verdict(after, **kw).declined, after
+    titled = f"{steps}Cooking {word} cement:\n{give_up}"
+    assert sr.parse_verdict(titled, **kw).declined, titled
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    basis=st.sampled_from(
+        ["based on this passage alone", "based on passage 2", "based on this passage"]
+    ),
+)
+def test_a_closing_decline_based_on_one_passage_leaves_the_answer(word: str, basis: str) -> None:
+    """A closing "Therefore, I cannot provide an answer based on this passage alone" after a
+    committed answer and a remark on one passage concludes about that passage; based on the
+    passages, it is the verdict."""
+    answer = f"Passage 1 says the {word} plant was built in 1901. Passage 3 states it cost $5,000."
+    remark = "As for Passage 2, it mentions a refund but gives no figure."
+    text = f"{answer}\n\n{remark} Therefore, I cannot provide an answer {basis}."
+    assert sr.parse_verdict(text).answered, text
+    assert sr.parse_verdict(text, question=f"when was the {word} plant built").answered, text
+    all_of = f"{answer}\n\n{remark} Therefore, I cannot provide an answer based on the passages."
+    assert sr.parse_verdict(all_of).declined, all_of
+
+
+@GRAMMAR
+@given(word=WORDS, sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]))
+def test_a_sentinel_in_parentheses_after_one_item_notes_that_item(
+    word: str, sentinel: str | None
+) -> None:
+    """ "6. Avoid stress, as it can raise {word} levels (Unable to answer based on given
+    passages).": a note on one item of the list, like "(Passage 3)"; on a line of its own, or
+    closing the answer in its own sentence, the sentinel is the verdict."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    items = f"1. Drink water (Passage 1).\n2. Eat cherries (Passage 3).\n3. Avoid stress, as it can raise {word} levels"
+    text = f"{items} ({RAGTRUTH_SENTINEL}).\n\nConsult a doctor before changing your diet."
+    assert sr.parse_verdict(text, **kw).answered, text
+    strict = sr.parse_verdict(text, sentinel=RAGTRUTH_SENTINEL, strict=True)
+    assert strict.answered, text
+    own_line = f"{items}.\n\n({RAGTRUTH_SENTINEL}.)"
+    assert sr.parse_verdict(own_line, **kw).declined, own_line
+    closing = f"{items}. {RAGTRUTH_SENTINEL}."
+    assert sr.parse_verdict(closing, **kw).declined, closing
+
+
+@GRAMMAR
+@given(word=WORDS, noun=st.sampled_from(["types", "kinds", "aspects"]))
+def test_other_types_of_the_item_is_a_narrower_case_other_items_are_not(
+    word: str, noun: str
+) -> None:
+    """After a bare give-up, "The passages do not explain how to soften other types of sugar, such
+    as {word} sugar" is scoped to the other types; "other uses of sugar" (nothing beyond what was
+    said) is the question itself and keeps the give-up."""
+    answer = "1. Put the brown sugar in a tin with bread. 2. Warm white sugar in the oven."
+    lead = f"{answer}\n\n{RAGTRUTH_SENTINEL}. The passages do not provide information on"
+    text = f"{lead} how to soften other {noun} of sugar, such as {word} sugar."
+    assert sr.parse_verdict(text).answered, text
+    assert sr.parse_verdict(text, question="how to soften sugar").answered, text
+    more = f"{lead} other ways to soften sugar, such as {word} sugar."
+    assert sr.parse_verdict(more).declined, more
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    clause=st.sampled_from(
+        [
+            "when they are not caused by {w} running",
+            "after it has reached the {w} temperature",
+            "once they have frozen in {w} weather",
+            "without using {w} software",
+        ]
+    ),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_with_the_question_a_give_up_scoped_to_an_unasked_circumstance_answers(
+    word: str, clause: str, sentinel: str | None
+) -> None:
+    """ "<answer> Unable to answer ... The passages do not explain how to relieve tight calves when
+    they are not caused by running.": with the question known, the asked thing in a circumstance
+    none of whose words is the question's is a case it did not ask, so the answer stands. A circumstance the question
+    names, a noun phrase ("after the initial cut"), or no question keeps the give-up."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    question = "how to relieve tight calves"
+    steps = "Here is how to relieve them:\n\n1. Stretch the calves.\n2. Massage them."
+    lead = f"{steps}\n\n{RAGTRUTH_SENTINEL}. The passages do not"
+    text = f"{lead} explain how to relieve tight calves {clause.format(w=word)}."
+    assert sr.parse_verdict(text, question=question, **kw).answered, text
+    assert sr.parse_verdict(text, **kw).declined, text
+    asked = f"how to relieve tight calves {clause.format(w=word)}"
+    assert sr.parse_verdict(text, question=asked, **kw).declined, (text, asked)
+    noun = f"{lead} explain how to relieve tight calves after the initial {word} stretch."
+    assert sr.parse_verdict(noun, question=question, **kw).declined, noun
+    # the rest must be the question's thing: for another question the circumstance says nothing
+    assert sr.parse_verdict(text, question="When was the bridge built?", **kw).declined, text
+
+
+@GRAMMAR
+@given(word=WORDS, strict=st.booleans())
+def test_a_configured_sentinel_scoped_after_a_numbered_answer_reads_as_without_it(
+    word: str, strict: bool
+) -> None:
+    """An answer that opens with a list number ("1. Mix ...") reads the same with the sentinel
+    configured as without it: a scoped sentinel after it leaves the answer, a bare one declines."""
+    steps = "1. Mix the cement.\n2. Pour it into the mould.\n3. Let it set."
+    scoped = f"{steps}\n\n{RAGTRUTH_SENTINEL} whether {word} cement is stronger."
+    kw = {"sentinel": RAGTRUTH_SENTINEL, "strict": strict}
+    assert sr.parse_verdict(scoped, **kw).answered, scoped
+    assert sr.parse_verdict(scoped).answered, scoped
+    bare = f"{steps}\n\n{RAGTRUTH_SENTINEL}."
+    assert sr.parse_verdict(bare, **kw).declined, bare
+    assert sr.parse_verdict(bare).declined, bare

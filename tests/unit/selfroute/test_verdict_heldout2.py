@@ -11,7 +11,9 @@ them (issue #15, "decline detection that generalises"); a fresh blind set 3 is t
 now. The floors sit just under the scores after that round (default 0.942 / 0.956, with the
 question 0.943 / 0.971, RAGTruth sentinel 0.942 / 0.956, strict with it 0.925 / 0.721), so a rule
 change that loses accuracy here fails; ``-s`` prints the misclassified outputs. The set-3 round
-(docs/verdict.md) changed no verdict here, in any setting.
+(docs/verdict.md) changed no verdict here, in any setting; the set-4 round raised it to 0.970 /
+0.956 (with the question 0.985 / 0.971, strict with the sentinel 0.961 / 0.721), and the floors
+with it.
 """
 
 from __future__ import annotations
@@ -62,11 +64,11 @@ def test_fixture_is_well_formed_and_disjoint_from_the_first_set() -> None:
 @pytest.mark.parametrize(
     ("settings", "min_precision", "min_recall"),
     [
-        ({}, 0.93, 0.94),
-        ({"with_question": True}, 0.93, 0.95),
-        ({"sentinel": RAGTRUTH_SENTINEL}, 0.93, 0.94),
-        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.93, 0.95),
-        ({"sentinel": RAGTRUTH_SENTINEL, "strict": True}, 0.91, 0.71),
+        ({}, 0.96, 0.95),
+        ({"with_question": True}, 0.98, 0.97),
+        ({"sentinel": RAGTRUTH_SENTINEL}, 0.96, 0.95),
+        ({"sentinel": RAGTRUTH_SENTINEL, "with_question": True}, 0.98, 0.97),
+        ({"sentinel": RAGTRUTH_SENTINEL, "strict": True}, 0.96, 0.72),
     ],
     ids=["default", "question", "sentinel", "sentinel+question", "strict+sentinel"],
 )
