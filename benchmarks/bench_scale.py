@@ -580,7 +580,7 @@ def _indexed_note(r: dict[str, Any]) -> str:
     return (
         f"The indexed server rows: {b['chunks']:,} one-chunk files indexed into a `chroma run` "
         f"server by `selfroute` (`DocumentStore.index`, offline embedding) in "
-        f"{b['seconds']:.0f} s ({b['cpu_seconds']:.0f} s CPU of the indexing process; BM25 "
+        f"{b['seconds']:.1f} s ({b['cpu_seconds']:.1f} s CPU of the indexing process; BM25 "
         f"{b['bm25_seconds']:.1f} s); 10 changed files indexed again in "
         f"{changed['seconds']:.1f} s (BM25 update {changed['bm25_seconds']:.1f} s, record scan "
         f"{changed['scan_seconds']:.1f} s), 10 new files in {new['seconds']:.1f} s (BM25 "
