@@ -65,12 +65,15 @@ RAGTRUTH_SET_4 = LABELLED.with_name("ragtruth_holdout4.jsonl")
 #: RAGTruth set 5: labelled blind, scored once as held out on the parser frozen at 3bf0ddd (the
 #: set-4 round), errors not read; a tuning source for the round after.
 RAGTRUTH_SET_5 = LABELLED.with_name("ragtruth_holdout5.jsonl")
+#: RAGTruth set 6: labelled blind, scored once as held out on the same parser (3bf0ddd's rules).
+RAGTRUTH_SET_6 = LABELLED.with_name("ragtruth_holdout6.jsonl")
 #: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled file.
 DECLINE_SETS = {
     "LongBench Qasper + InfiniteBench (tuning sources)": LABELLED,
     "RAGTruth (held out at the freeze, tuning since)": RAGTRUTH_LABELLED,
     "RAGTruth set 4 (held out at c844424, tuning since)": RAGTRUTH_SET_4,
     "RAGTruth set 5 (held out at 3bf0ddd)": RAGTRUTH_SET_5,
+    "RAGTruth set 6 (held out at 3bf0ddd)": RAGTRUTH_SET_6,
 }
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
@@ -623,8 +626,9 @@ def run(ctx: BenchContext) -> BenchResult:
             f"{len(real_declines())} tuning-source texts, then "
             f"{len(real_declines(RAGTRUTH_LABELLED))} from RAGTruth tuning rows, then "
             f"{len(real_declines(RAGTRUTH_SET_4))} from RAGTruth set 4 (held out once, tuning "
-            f"since), then {len(real_declines(RAGTRUTH_SET_5))} from RAGTruth set 5 (held out at "
-            "the parser's freeze 3bf0ddd); "
+            f"since), then {len(real_declines(RAGTRUTH_SET_5))} and "
+            f"{len(real_declines(RAGTRUTH_SET_6))} from RAGTruth sets 5 and 6 (each held out once "
+            "on the parser's rules of 3bf0ddd); "
             "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )
