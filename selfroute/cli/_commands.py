@@ -109,7 +109,7 @@ def run_index(args: argparse.Namespace) -> int:
         )
     finally:
         progress.close()
-    stats = store.stats() if store.exists() else None
+    stats = store.stats(after=report) if store.exists() else None
     if args.json:
         _print_json(
             {"report": report.to_dict(), "store": stats.to_dict() if stats else None}, sys.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import hashlib
 import os
 import re
@@ -355,16 +356,17 @@ class StoreConnection:
         """Where the collection lives (folder or server URL)."""
         return self.chroma_url or str(self.path)
 
-    @property
+    @functools.cached_property
     def bm25_dir(self) -> Path:
-        """Folder of this collection's BM25 indexes."""
+        """Folder of this collection's BM25 indexes (its path, server and name never change:
+        computed once, as a question checks the journal next to it)."""
         if self.chroma_url:
             parts = _server_url(self.chroma_url)
             server = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{parts.hostname}_{parts.port or ''}")
             return self.path / "bm25" / f"server-{server}" / self.collection_name
         return self.path / "bm25" / self.collection_name
 
-    @property
+    @functools.cached_property
     def journal_path(self) -> Path:
         """The indexing journal of the collection (:mod:`._journal`)."""
         bm25 = self.bm25_dir

@@ -110,6 +110,10 @@ class IndexReport:
     bm25_rebuilt: bool = False
     orphan_chunks_removed: int = 0
     not_pruned: list[str] = field(default_factory=list)
+    #: The committed records as the run left them (:meth:`DocumentStore.stats` ``after=``).
+    committed_records: dict[str, dict[str, Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def indexed(self) -> int:
@@ -260,6 +264,7 @@ class Indexer:
                 if prune:
                     writer.execute(self._prune(paths, run))
             self._finish(run, journal, prune, progress)
+        report.committed_records = run.records
         report.seconds = time.perf_counter() - started
         return report
 

@@ -182,11 +182,14 @@ class LexicalIndex:
         """Whether an index of exactly ``committed`` is saved."""
         return self.fingerprint(committed) in BM25Index.saved_fingerprints(self._conn.bm25_dir)
 
-    def state(self) -> tuple[str, int | None]:
-        """``("current" | "stale" | "missing", indexed chunks or None)``."""
-        fp = self.fingerprint(self._reader.committed_ids())
+    def state(self, committed: Sequence[str] | None = None) -> tuple[str, int | None]:
+        """``("current" | "stale" | "missing", indexed chunks or None)`` for the committed
+        documents (``committed``, else read from the store)."""
+        fp = self.fingerprint(self._reader.committed_ids() if committed is None else committed)
         saved = BM25Index.saved_fingerprints(self._conn.bm25_dir)
         if fp in saved:
+            if self._index is not None and self._index.fingerprint == fp:
+                return "current", len(self._index)  # the one this process loaded or saved
             index = BM25Index.load(self._conn.bm25_dir, fp)
             return ("current", len(index)) if index is not None else ("missing", None)
         return ("stale" if saved else "missing", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
@@ -152,8 +152,11 @@ class HybridRetriever:
             )
             dense = [p for p in dense if p.doc_id in keep][:want]
             lexical = [(cid, s) for cid, s in lexical if cid.rsplit(":", 1)[0] in keep]
-        if self.mode == "dense":
-            return [self._annotate(p, dense_rank=i) for i, p in enumerate(dense[:n], 1)]
+        if self.mode == "dense":  # the passages and their metadata are this question's own
+            for i, p in enumerate(dense[:n], 1):
+                meta = cast("dict[str, Any]", p.metadata)
+                meta["retrieval"], meta["dense_rank"] = self.mode, i
+            return dense[:n]
         dense_by_id = {str(p.source): p for p in dense}
         dense_rank = {cid: i for i, cid in enumerate(dense_by_id, 1)}
         bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, 1)}

@@ -70,6 +70,7 @@ def collect_stats(
     *,
     documents: bool,
     progress: Callable[[str, int], None] | None = None,
+    records: dict[str, dict[str, Any]] | None = None,
 ) -> StoreStats:
     """Count a collection's documents, chunks, words and orphans; read its BM25 state.
 
@@ -79,15 +80,20 @@ def collect_stats(
         lexical: Its BM25 index.
         documents: Also list every document (path, words, chunks, format).
         progress: Called with ``("documents", n)`` as the records are read.
+        records: The committed records, already known (an ``index`` run just made them): no
+            scan of the records, and the BM25 state read for exactly these documents.
 
     Every committed document has exactly the chunks its record counts (they are written before
     it), so the orphan chunks are the collection's count less that sum: no scan of the chunks.
     """
     chunks_col, _ = connection.open()
-    records = reader.document_records(progress=progress)
+    given = records is not None
+    if records is None:
+        records = reader.document_records(progress=progress)
     committed_chunks = sum(int(r.get("chunks") or 0) for r in records.values())
     orphans = max(0, int(chunks_col.count()) - committed_chunks)
-    state, bm25_chunks = lexical.state()
+    # after the count: reading the committed ids may reopen the collections (another writer)
+    state, bm25_chunks = lexical.state(sorted(records) if given else None)
     formats: dict[str, int] = {}
     for r in records.values():
         fmt = str(r.get("format") or "?")

@@ -298,14 +298,28 @@ class DocumentStore:
     # -- facts -----------------------------------------------------------------------------------
     @guarded("reading", check_lock=True)
     def stats(
-        self, *, documents: bool = False, progress: Callable[[str, int], None] | None = None
+        self,
+        *,
+        documents: bool = False,
+        progress: Callable[[str, int], None] | None = None,
+        after: IndexReport | None = None,
     ) -> StoreStats:
         """Counts of documents, chunks and words; embedding; BM25 state; orphan chunks.
 
         Args:
             documents: Also list every document (path, words, chunks, format).
             progress: Called with ``("documents", n)`` as the records are read.
+            after: The report of the :meth:`index` run this store just made: the counts come
+                from the records that run holds instead of a scan of every record (on a server
+                with 10^6 documents, minutes). Only right after that run: writes made since by
+                other processes are not seen.
         """
+        records = None if after is None or documents else after.committed_records
         return collect_stats(
-            self._conn, self._reader, self._lexical, documents=documents, progress=progress
+            self._conn,
+            self._reader,
+            self._lexical,
+            documents=documents,
+            progress=progress,
+            records=records,
         )

@@ -121,6 +121,19 @@ def test_progress_bar_is_off_when_not_a_terminal_unless_forced() -> None:
     assert "1/2" in shown.getvalue() and "7 chunks" in shown.getvalue()
 
 
+def test_progress_bar_redraws_by_time_not_per_file() -> None:
+    shown = io.StringIO()
+    forced = Progress("always", shown)
+    forced("files", {"total": 5_000})
+    for _ in range(5_000):
+        forced("chunks", {"count": 1})
+        forced("file", {"path": "a", "status": "added"})
+    forced.close()
+    out = shown.getvalue()
+    assert "5000/5000" in out and "5,000 chunks" in out
+    assert out.count("\r") < 200  # one redraw per file would be 5,000
+
+
 def test_index_report_summary() -> None:
     from selfroute.cli._output import format_index_report
 

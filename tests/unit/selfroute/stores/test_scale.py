@@ -227,3 +227,66 @@ def test_a_copy_whose_size_is_a_multiple_of_the_page_completes(
     assert (report.documents, report.chunks, report.bm25) == (4, 4, "copied")
     assert target.stats().documents == 4 and target.embedding == source.embedding
     assert target.committed_ids() == source.committed_ids()
+
+
+def test_stats_after_an_index_run_equal_a_scan_without_one(
+    tmp_path: Path, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = tmp_path / "notes"
+    paths = _notes(notes, 30)
+    (notes / "long.txt").write_text(" ".join(WORDS * 40) + "\n", encoding="utf-8")
+    scans: list[int] = []
+    real = StoreReader.document_records
+
+    def counted(self: StoreReader, *args: Any, **kwargs: Any) -> Any:
+        scans.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(StoreReader, "document_records", counted)
+
+    def check(**kwargs: Any) -> None:
+        store = make_store()
+        report = store.index([notes], **kwargs)
+        before = len(scans)
+        quick = store.stats(after=report).to_dict()
+        assert len(scans) == before  # no second scan of the records
+        assert quick == make_store().stats().to_dict()
+        assert quick["bm25"] == "current"
+
+    check()  # first run: one-chunk notes and a multi-chunk document
+    paths[0].write_text("changed " + paths[0].read_text(encoding="utf-8"), encoding="utf-8")
+    _notes(tmp_path / "more", 2, seed=3)[0].rename(notes / "new.txt")
+    paths[1].rename(notes / "moved.txt")
+    check()  # changed, new and moved files
+    paths[2].unlink()
+    check(prune=True)  # a removed file
+    check()  # nothing changed
+    report = make_store().index([notes])
+    assert make_store().stats(after=report, documents=True).document_list  # listing: a scan
+
+
+def test_scans_read_pages_by_id_not_by_offset(
+    tmp_path: Path, make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma serves ``offset`` by skipping rows: paging by offset is quadratic in the size."""
+    from chromadb.api.models.Collection import Collection
+
+    from selfroute.stores import _records
+
+    _notes(tmp_path / "notes", 9)
+    make_store().index([tmp_path / "notes"])
+    calls: list[dict[str, Any]] = []
+    real = Collection.get
+
+    def get(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, "get", get)
+    monkeypatch.setattr(_records, "PAGE", 2)
+    store = make_store()
+    assert len(store._reader.document_records()) == 9
+    assert len(store.committed_ids()) == 9
+    assert len(list(store._reader.iter_chunks(include_text=True))) == 9
+    assert calls and not [c for c in calls if c.get("offset")]
+    assert max(len(c.get("ids") or []) for c in calls) == 2  # pages of PAGE ids
