@@ -10,6 +10,12 @@ Usage::
 
     python -m benchmarks.verdict_eval FILE.jsonl [FILE.jsonl ...] [--sentinel TEXT] [--errors N]
     python -m benchmarks.verdict_eval tests/fixtures/refusals/*.jsonl --json
+    python -m benchmarks.verdict_eval FILE.jsonl --scope-model   # + the experimental scope model
+
+``--scope-model`` adds the learned scope model of :mod:`benchmarks.scope_model` (an experiment, not
+``parse_verdict``'s default; docs/verdict.md, "A learned scope model"), trained in this process on
+the vendored fixtures (seconds, numpy), or read from ``--scope-weights PATH`` (a file
+``python -m benchmarks.train_verdict_model --write PATH`` saved).
 
 It runs against whichever ``selfroute`` is importable, so the same script measures an older
 checkout (``PYTHONPATH=/path/to/old/checkout``); a ``parse_verdict`` without ``question`` is
@@ -25,9 +31,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import selfroute as sr
+
+if TYPE_CHECKING:
+    from benchmarks.scope_model import ScopeModel
 
 __all__ = ["BASELINE", "Confusion", "Setting", "evaluate", "load", "main", "settings"]
 
@@ -133,8 +142,16 @@ def _takes_question() -> bool:
     return "question" in inspect.signature(sr.parse_verdict).parameters
 
 
-def settings(sentinel: str | None = None) -> list[Setting]:
-    """The configurations measured: default/strict x with/without question x sentinels."""
+def settings(sentinel: str | None = None, scope: ScopeModel | None = None) -> list[Setting]:
+    """The configurations measured: default/strict x with/without question x sentinels.
+
+    Args:
+        sentinel: A configured sentinel measured beside the default one.
+        scope: A learned scope model (experimental), measured with the default sentinel.
+
+    Returns:
+        The baseline regex first, then the detector's configurations.
+    """
     sentinels = [("default sentinel", sr.DEFAULT_SENTINEL)]
     if sentinel:
         sentinels.append((f"sentinel {sentinel!r}", sentinel))
@@ -150,7 +167,24 @@ def settings(sentinel: str | None = None) -> list[Setting]:
                 out.append(
                     Setting(f"{mode}, {label}, with question", _predictor(sent, strict, True))
                 )
+    if scope is not None:
+        # not the default: docs/verdict.md, "A learned scope model"
+        out.append(Setting("scope model (experimental)", _scope_predictor(scope, question=False)))
+        if with_q:
+            out.append(
+                Setting("scope model (experimental), with question", _scope_predictor(scope, True))
+            )
     return out
+
+
+def _scope_predictor(model: ScopeModel, question: bool) -> Callable[[Row], bool]:
+    from benchmarks.scope_model import model_verdict
+
+    def predict(row: Row) -> bool:
+        q = row.get("question") if question else None
+        return model_verdict(row["prediction"], model, question=q or None).declined
+
+    return predict
 
 
 def _predictor(sentinel: str, strict: bool, question: bool) -> Callable[[Row], bool]:
@@ -208,9 +242,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--by", action="append", default=None, help="group by this field (repeat)")
     ap.add_argument("--errors", type=int, default=0, help="list up to N errors per setting")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--scope-model", action="store_true", help="also measure the experimental scope model"
+    )
+    ap.add_argument(
+        "--scope-weights", type=Path, metavar="PATH", help="... with these saved weights"
+    )
     args = ap.parse_args(argv)
     rows = load(args.files)
-    sets = settings(args.sentinel)
+    scope = None
+    if args.scope_model or args.scope_weights:  # imported only then: an older checkout lacks it
+        from benchmarks.scope_model import requested_model
+
+        scope = requested_model(args.scope_model, args.scope_weights)
+    sets = settings(args.sentinel, scope)
     keys: list[str | None] = [None, *(args.by or ["source", "model"])]
     if args.json:
         report = {
