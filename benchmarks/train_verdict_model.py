@@ -38,13 +38,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchmarks import scope_model
 from benchmarks._common import REPO_ROOT
 from benchmarks.scope_model import ScopeModel, model_from_json, scope_candidate
+from benchmarks.verdict_eval import Confusion
 from selfroute._verdict import parse_verdict
 
 __all__ = [
@@ -161,22 +161,17 @@ def predict(w: np.ndarray, e: Example, threshold: float | None = None) -> bool:
     return bool(1.0 / (1.0 + np.exp(-z)) >= threshold)
 
 
-def _confusion(pairs: Sequence[tuple[bool, bool]]) -> dict[str, Any]:
-    tp = sum(p and g for p, g in pairs)
-    fp = sum(p and not g for p, g in pairs)
-    fn = sum(g and not p for p, g in pairs)
-    return {
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "precision": tp / (tp + fp) if tp + fp else None,
-        "recall": tp / (tp + fn) if tp + fn else None,
-    }
+def _confusion(pairs: Sequence[tuple[bool, bool]]) -> Confusion:
+    """``verdict_eval``'s confusion counts of ``(predicted, labelled)`` declines."""
+    c = Confusion()
+    for predicted, declined in pairs:
+        c.add(predicted, {"declined": declined})
+    return c
 
 
-def evaluate(w: np.ndarray | None, test: Sequence[Example]) -> dict[str, dict[str, Any]]:
+def evaluate(w: np.ndarray | None, test: Sequence[Example]) -> dict[str, Confusion]:
     """Confusions of rules alone and rules+model, without and with the question."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Confusion] = {}
     for with_q in (False, True):
         part = [e for e in test if e.with_question == with_q]
         tag = "question" if with_q else "default"
@@ -192,11 +187,11 @@ def _short(name: str) -> str:
     )
 
 
-def _fmt(c: dict[str, Any]) -> str:
-    p, r = c["precision"], c["recall"]
+def _fmt(c: Confusion) -> str:
+    p, r = c.precision, c.recall
     ps = "-" if p is None else f"{p:.3f}"
     rs = "-" if r is None else f"{r:.3f}"
-    return f"{ps}/{rs} (fp {c['fp']}, fn {c['fn']})"
+    return f"{ps}/{rs} (fp {c.fp}, fn {c.fn})"
 
 
 def cross_validate(l2: float, extra: bool) -> str:
@@ -209,7 +204,7 @@ def cross_validate(l2: float, extra: bool) -> str:
     ]
     folds = [(name, [s for s in SETS[:4] if s != name]) for name in SETS[:4]]
     folds.append((SETS[4], list(SETS[:4])))
-    pooled: dict[str, list[dict[str, Any]]] = {}
+    pooled: dict[str, list[Confusion]] = {}
     for test, train_names in folds:
         train = [e for n in train_names for e in data[n]] + (data[OTHER] if extra else [])
         w = np.array(rounded(fit(train, l2=l2)))
@@ -225,17 +220,14 @@ def cross_validate(l2: float, extra: bool) -> str:
             + " |"
         )
     sums = {
-        k: _confusion([])
-        | {
-            "tp": sum(v["tp"] for v in vs),
-            "fp": sum(v["fp"] for v in vs),
-            "fn": sum(v["fn"] for v in vs),
-        }
+        k: Confusion(
+            tp=sum(v.tp for v in vs),
+            fp=sum(v.fp for v in vs),
+            fn=sum(v.fn for v in vs),
+            tn=sum(v.tn for v in vs),
+        )
         for k, vs in pooled.items()
     }
-    for c in sums.values():
-        c["precision"] = c["tp"] / (c["tp"] + c["fp"]) if c["tp"] + c["fp"] else None
-        c["recall"] = c["tp"] / (c["tp"] + c["fn"]) if c["tp"] + c["fn"] else None
     cells = [
         _fmt(sums[k])
         for k in ("rules/default", "model/default", "rules/question", "model/question")
