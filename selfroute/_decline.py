@@ -208,6 +208,11 @@ _PAST = _alt(v[1] for v in INFO_VERBS.values())
 _PARTICIPLE_INFO = _alt(v[2] for v in INFO_VERBS.values())
 _ANY_VERB = _alt([*INFO_VERBS, *(f for v in INFO_VERBS.values() for f in v)])
 _ABSENT = _alt(ABSENCE_NOUNS)
+#: Nouns of the information a how-question asks for ("no specific *instructions* are given").
+_INFO_NOUN = _alt(
+    ["instructions", "guidance", "guidelines", "recommendations", "directions", "steps", "tips",
+     "advice", "examples", "specific instructions", "suggestions", "explanations", "descriptions"]
+)  # fmt: skip
 #: Modifiers and post-modifiers that make a source one handed to the model ("the provided data").
 _HANDED = ("provided", "given", "supplied", "retrieved", "above", "attached", "shared", "following")
 #: Verbs that state content, but a decline only of a source handed to the model.
@@ -302,6 +307,18 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         + _ABSENT
         + r"\b",
     ),
+    # "There are no specific instructions provided for X", "there were no figures given", "there
+    # are no instructions in the passages": a noun of information (an absence noun or what a
+    # how-question asks for), absent by a participle of a verb of information or from the handed
+    # source ("There are no side effects reported in the passages" answers: none exist)
+    (
+        "no-x-in-the-source",
+        r"\bthere(?: is| are| was| were|'s| seems? to be| appears? to be) (?:no|not any) (?:[\w-]+ )"
+        rf"{{0,3}}?(?:{_ABSENT}|{_INFO_NOUN}) (?:(?:{_PARTICIPLE_INFO})(?= *(?:$|[,;:.!?)])| "
+        r"(?:in|within|from|for|about|on|regarding|concerning|as to|anywhere|here|at all)\b)|"
+        rf"(?:in|within|from|among) (?:any of )?(?:the |these |this )?(?:{_RHEAD}|(?:"
+        rf"{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD})\b)",
+    ),
     (
         "nothing-about",
         r"\bthere(?: is|'s| was) (?:absolutely )?nothing (?:(?:in|within) (?:the |these |this )?"
@@ -335,7 +352,11 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "no-x-is-given",
         r"\bno (?:\w+ ){0,3}?(?:is|are|was|were|has been|have been|had been|could be|can be|"
-        rf"seems to be|appears to be|seem to be|appear to be){_ADVS} {_PARTICIPLE}\b",
+        rf"seems to be|appears to be|seem to be|appear to be){_ADVS} {_PARTICIPLE}\b|"
+        # "No mention is made of X", "nothing is said about X"
+        r"\bno (?:\w+ )?mention (?:is|was|has been|have been|had been) made\b|\bnothing (?:is|was|"
+        r"has been|had been) (?:said|mentioned|stated|given|provided|specified|noted|written) "
+        r"(?:about|on|regarding|concerning|as to|of|in)\b",
     ),
     # "No mention of X.", "No information about ...", "No (specific) data on ...": sentence-initial
     (
@@ -395,7 +416,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "unable",
         r"\b(?:is|are|remains?) (?:unable|impossible) to be (?:determined|answered|found|known|"
         r"identified|ascertained|confirmed)\b|"
-        r"(?:^|\b(?:answer|response)(?: to (?:the|this|your) (?:question|query))? is:? |: )"
+        # "the answer to the question "How often ...?" is unable to answer ...": a quoted question
+        r"(?:^|\b(?:answer|response)(?: to (?:the|this|your) (?:question|query)(?: [\"“'][^\"”]{1,200}"
+        r"[\"”'])?)? is:? |: )"
         r"(?:(?:i am|i'm|we are|we're|i was|the model is|the assistant is) )?(?:unable|not able) "
         r"to (?:\w+ ){0,2}?(?:answer|determine|find|provide|give|say|tell|identify|respond|locate|"
         r"extract|confirm|infer|state|conclude|pinpoint)\b|^(?:cannot|can't|can not|could not|"
@@ -505,11 +528,12 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "none-of-the-source": ("none", "neither", "not one", "no ", "nothing"),
     "nothing-in-the-source": ("nothing", "nowhere"),
     "negative-existential": ("there",),
+    "no-x-in-the-source": ("there",),
     "nothing-about": ("nothing",),
     "not-in-the-source": ("not", "n't"),
     "source-irrelevant": ("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
-    "no-x-is-given": ("no ",),
+    "no-x-is-given": ("no ", "nothing"),
     "no-x": ("no ",),
     "terse": ("none", "nothing", "not", "unclear", "uncertain", "undetermin", "indetermin"),
     "passive-absence": ("not", "n't", "never", "cannot"),

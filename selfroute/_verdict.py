@@ -156,6 +156,8 @@ _ABBREVIATION = re.compile(
     r"capt|lt|sgt|rev|hon|mt|ca|cf|approx)|(?<![\w.])[A-HJ-Z])\.$"
 )
 _MAX_SENTENCES = 60
+#: Closing quotes: a question quoted inside a sentence ends with "?" and one of these.
+_QUOTED_END = frozenset("\"'”’")
 _MAX_SENTENCE_CHARS = 1000
 
 
@@ -165,6 +167,13 @@ def _sentence_ends(text: str) -> Iterator[int]:
     for m in _BREAK.finditer(text):
         end = m.end()
         if m.group() != "\n":
+            if (
+                m.group()[-1] in _QUOTED_END
+                and m.group()[0] in "?!"
+                and text[end + 1 : end + 2].islower()
+                and text[end : end + 1] == " "
+            ):
+                continue  # 'the answer to the question "How often ...?" is: ...': one sentence
             near = text[max(start, end - 12) : end].rstrip("\"'”’)]")
             # "Mrs." or an initial: not a sentence end -- except a leading option letter ("D. ...").
             # (Both end in a letter and a period: the search is skipped for any other ending.)
@@ -955,7 +964,11 @@ _GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
 
 
 #: A label that states the verdict after reasoning ("Final answer:", "Answer:").
-_ANSWER_LABEL = re.compile(r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: is)? *:")
+#: "The answer to the question "How ...?" is: ..." labels it too (the quoted question kept whole).
+_ANSWER_LABEL = re.compile(
+    r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: to (?:the|this|your) "
+    r"(?:question|query)(?: [\"“'][^\"”]{1,200}[\"”'])?)?(?: is *:?| *:)"
+)
 _QUESTION_LABEL = re.compile(r"^(?:question|q)(?: \d+)? *:")
 _ANSWER_STARTS = ("final", "short", "my", "the", "answer", "verdict", "conclusion")
 

@@ -1021,3 +1021,53 @@ def test_a_configured_sentinel_scoped_after_a_numbered_answer_reads_as_without_i
     bare = f"{steps}\n\n{RAGTRUTH_SENTINEL}."
     assert sr.parse_verdict(bare, **kw).declined, bare
     assert sr.parse_verdict(bare).declined, bare
+
+
+# -- verdict15g: a quoted question inside the verdict sentence; absences of information nouns --
+INFO_NOUNS = ["instructions", "specific instructions", "recommendations", "guidelines", "steps"]
+QUOTED = ["How often can {w} lay eggs?", "What is {w}?", "Why does my {w} hurt?"]
+
+
+@GRAMMAR
+@given(word=WORDS, q=st.sampled_from(QUOTED), colon=st.booleans(), therefore=st.booleans())
+def test_a_verdict_after_a_quoted_question_is_one_sentence(
+    word: str, q: str, colon: bool, therefore: bool
+) -> None:
+    """'... the answer to the question "How often ...?" is: <verdict>' is one sentence: its
+    verdict decides, whether it gives up or answers (the "?" inside the quotes ends nothing)."""
+    quoted = q.format(w=word)
+    lead = "Passage 1 says hens lay in clutches. "
+    lead += f'{"Therefore, the" if therefore else "The"} answer to the question "{quoted}" is'
+    lead += ":" if colon else ""
+    gives_up = f"{lead} unable to answer based on given passages."
+    assert sr.parse_verdict(gives_up).declined, gives_up
+    assert sr.parse_verdict(gives_up, question=quoted).declined, gives_up
+    answers = f"{lead} about {len(word)} eggs a week, as passage 1 says."
+    assert sr.parse_verdict(answers).answered, answers
+    assert sr.parse_verdict(answers, question=quoted).answered, answers
+
+
+@GRAMMAR
+@given(
+    noun=st.sampled_from(INFO_NOUNS),
+    part=st.sampled_from(PARTICIPLES),
+    src=sources,
+    obj=objects,
+    after=st.sampled_from(AFTER),
+)
+def test_no_information_noun_given_declines(
+    noun: str, part: str, src: str, obj: str, after: str
+) -> None:
+    """ "There are no (specific) instructions provided for X", "... in the passages", "No mention
+    is made of X", "Nothing is said about X" decline; a thing that is not information, reported
+    absent, is an answer (there is none)."""
+    for text in (
+        f"There are no {noun} {part} for {obj}.",
+        f"There are no {noun} {part} in {_lower_first(src)}.",
+        f"There are no {noun} in the passages about {obj}.",
+        f"No mention is made of {obj}.",
+        f"Nothing is said about {obj} in {_lower_first(src)}.",
+    ):
+        assert sr.parse_verdict(text + after).declined, text + after
+    answer = f"There are no side effects {part} for this drug, so it is considered safe."
+    assert sr.parse_verdict(answer).answered, answer
