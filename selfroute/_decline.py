@@ -791,3 +791,11 @@ class QuestionShape:
             return False  # "the details on how to do this": a point of the answer, not the question
         prefixes = {t[:5] for t in self.terms}
         return all(s in self.terms or s[:5] in prefixes for s in stems)
+
+    def share(self, absent: str) -> float:
+        """The share of the content words of ``absent`` that are the question's (0 for none)."""
+        stems = content_stems(absent)
+        if not stems:
+            return 0.0
+        prefixes = {t[:5] for t in self.terms}
+        return sum(s in self.terms or s[:5] in prefixes for s in stems) / len(stems)

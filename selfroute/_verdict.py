@@ -1000,7 +1000,9 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     if scope is None:
         # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
         return not _scoped_to_passages(sentences, i)
-    return bool(scope) and shape is not None and not shape.yes_no and shape.asks_for(scope)
+    return (
+        bool(scope) and shape is not None and not shape.yes_no and _scope_asked(scope, core, shape)
+    )
 
 
 #: What a give-up is "based on": not its scope.
@@ -1042,6 +1044,24 @@ _COLON_SCOPE = re.compile(
 )
 #: A conditional: "If the passages did not contain X, my response would be ...".
 _HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
+
+
+def _scope_asked(scope: str, core: str, shape: QuestionShape) -> bool:
+    """Whether the give-up in ``core``, scoped to ``scope``, is scoped to what was asked.
+
+    A scope the give-up sentence itself names ("... whether X", "... regarding X") is the asked
+    thing when most of its content words are the question's: its own words restate the question
+    ("regarding the specific impact of hearing loss on eating habits" for "how does hearing loss
+    affect sleeping and eating"). A missing thing named only in the next sentence must name
+    nothing beyond the question (:func:`_sub_case_named` already found it a narrower case).
+    """
+    if shape.asks_for(scope):
+        return True
+    return scope in core and shape.share(scope) >= _ASKED_SHARE
+
+
+#: The share of a named scope's content words that must be the question's for it to be asked.
+_ASKED_SHARE = 0.5
 
 
 def _one_source_give_up(core: str, m: re.Match[str] | None) -> bool:
@@ -1276,7 +1296,7 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
             if _scoped_to_passages(sentences, i):
                 continue
             return False
-        if scope and shape is not None and not shape.yes_no and shape.asks_for(scope):
+        if scope and shape is not None and not shape.yes_no and _scope_asked(scope, core, shape):
             return False
     return True
 

@@ -1071,3 +1071,24 @@ def test_no_information_noun_given_declines(
         assert sr.parse_verdict(text + after).declined, text + after
     answer = f"There are no side effects {part} for this drug, so it is considered safe."
     assert sr.parse_verdict(answer).answered, answer
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    extra=st.sampled_from(["specific impact", "exact effect", "particular methods"]),
+    link=st.sampled_from(["regarding", "whether there is anything about", "about"]),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_give_up_scoped_mostly_in_the_questions_words_declines(
+    word: str, extra: str, link: str, sentinel: str | None
+) -> None:
+    """Content, then "Unable to answer ... regarding <the question in its own words, plus a word or
+    two>": the question given up (escalate); scoped to mostly other words, the answer stands."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    question = f"how does {word} loss affect sleeping and eating"
+    answer = f"According to passage 3, {word} loss can affect sleep quality in several ways."
+    asked = f"{answer}\n\n{RAGTRUTH_SENTINEL} {link} the {extra} of {word} loss on eating."
+    assert sr.parse_verdict(asked, question=question, **kw).declined, asked
+    other = f"{answer}\n\n{RAGTRUTH_SENTINEL} {link} the {extra} of vitamin pills on blood sugar."
+    assert sr.parse_verdict(other, question=question, **kw).answered, other
