@@ -64,7 +64,7 @@ SOURCE_MODIFIERS: tuple[str, ...] = (
 )  # fmt: skip
 #: Post-modifiers after a head ("the text provided", "the passages you shared", "paper 2").
 _POST = (
-    r"(?: (?:\d+|[ivx]+|\[\d+\]|#\d+|[a-e]))?"
+    r"(?: (?:\d+|[ivx]+|\[\d+\]|#\d+|[a-e])(?:(?:,| and|, and|,? or|,? &) \d+){0,5})?"
     r"(?: (?:provided|given|supplied|above|below|here|retrieved|shown|shared|quoted|listed|"
     r"in question|at hand|available|(?:that |which )?(?:you|i|we) (?:have |were |was )?"
     r"(?:provided|shared|given|supplied|read|reviewed|have)(?: me| us)?|"
@@ -276,7 +276,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         r"silent\b|\b(?:the|these|this|those|provided|given) (?:\w+ ){0,2}?"
         + _HEAD
         + _POST
-        + r" (?:lacks?|lacked|omits?|leaves? out)\b",
+        + r"(?: (?:seems?|appears?) to)? (?:lacks?|lacked|omits?|leaves? out)\b",
     ),
     # "None of the passages mention", "Neither paper discusses", "Nothing in the text indicates"
     (

@@ -634,7 +634,7 @@ _SOURCE_SUBJECT = re.compile(
 _ONE_SOURCE = re.compile(
     r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
     r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:passages|chunks|excerpts|documents|sources|paragraphs|"
-    r"sections) \d+(?:,? (?:and|&|or) \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
+    r"sections) \d+(?:,? (?:and|&|or) \d+|, \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
     r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
     r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
     r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
@@ -1690,6 +1690,8 @@ def _could_be_source_negation(norm: str) -> bool:
         elif state == "head":
             if re.fullmatch(r"\d+|[ivx]+|#?\d+", word) or fits(_SOURCE_WORDS):
                 continue  # "paper 2", "text chunks"
+            if word in ("and", "or", "&") and words[i - 1].strip(",").isdigit():
+                continue  # "passages 1, 2 and 3"
             if fits(_SOURCE_NEGATIONS):
                 if last:
                     return True

@@ -29,7 +29,10 @@ HEADS = [
 ]  # fmt: skip
 DETERMINERS = ["The", "These", "This", "The provided", "The given", "The retrieved", "Your"]
 POST = ["", " provided", " given", " above", " you shared", " from the paper", " in question"]
-NUMBERED = ["Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5"]
+NUMBERED = [
+    "Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5", "Passages 1 and 3",
+    "Passages 1, 2 and 3", "Documents 2, 4, and 5",
+]  # fmt: skip
 NEGATIONS = ["does not", "doesn't", "did not", "didn't", "do not", "don't", "fails to", "cannot"]
 ADVERBS = ["", " explicitly", " directly", " specifically", " clearly", " actually", " really"]
 VERBS = [
@@ -1067,6 +1070,7 @@ def test_no_information_noun_given_declines(
         f"There are no {noun} in the passages about {obj}.",
         f"No mention is made of {obj}.",
         f"Nothing is said about {obj} in {_lower_first(src)}.",
+        f"The given passages seem to lack {obj}.",
     ):
         assert sr.parse_verdict(text + after).declined, text + after
     answer = f"There are no side effects {part} for this drug, so it is considered safe."
