@@ -66,10 +66,12 @@ SOURCE_MODIFIERS: tuple[str, ...] = (
 _POST = (
     r"(?: (?:\d+|[ivx]+|\[\d+\]|#\d+|[a-e])(?:(?:,| and|, and|,? or|,? &) \d+){0,5})?"
     r"(?: (?:provided|given|supplied|above|below|here|retrieved|shown|shared|quoted|listed|"
-    r"in question|at hand|available|(?:that |which )?(?:you|i|we) (?:have |were |was )?"
+    r"in question|at hand|available|(?:that |which )?(?:you|i|we)(?:'ve| have| were| was)? "
     r"(?:provided|shared|given|supplied|read|reviewed|have)(?: me| us)?|"
     r"(?:from|of|in) (?:the |this |these |your )?(?:\w+ ){0,2}?(?:text|paper|report|document|"
-    r"article|book|filing|study|statement|passages?|context|chunks?)))?"
+    r"article|book|filing|study|statement|passages?|context|chunks?))"
+    # "the passages given above": a participle and a place
+    r"(?: (?:above|below|here|earlier|previously))?)?"
 )
 #: Adverbs between the negation and the verb ("does not explicitly mention").
 ADVERBS: tuple[str, ...] = (
@@ -236,7 +238,8 @@ _PARTICIPLE = (
     r"quantified|itemi[sz]ed|broken down|spelled out|spelt out)"
 )
 #: A subject that can stand for the source in a decline.
-_SUBJECT = rf"(?:\b{_HEAD}{_POST}|\b(?:it|they))"
+#: ("The passages provided *all* fail to mention ...": a floating quantifier after it.)
+_SUBJECT = rf"(?:\b{_HEAD}{_POST}(?: all| both| each)?|\b(?:it|they))"
 _NEGATION = (
     r"(?:does not|doesn't|does n't|do not|don't|do n't|did not|didn't|cannot|can't|can not|"
     r"could not|couldn't|will not|won't|would not|wouldn't|may not|might not|fails? to|"
@@ -337,10 +340,18 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         rf"(?:[\w-]+ ){{0,2}}?{_HEAD}\b|^(?:answer|information|data|details) not (?:found|"
         r"available|provided|given|present|mentioned|specified|stated)\b",
     ),
+    # "The price does not appear in any of the passages", "... doesn't show up in the text"
+    (
+        "not-appearing-in-the-source",
+        r"\b(?:does not|doesn't|do not|don't|did not|didn't) (?:appear|show up|feature|figure|occur)"
+        r"(?: anywhere)? (?:in|within|among) (?:any of )?(?:the |these |this |your )?(?:[\w-]+ )"
+        rf"{{0,2}}?{_HEAD}\b",
+    ),
     (
         "source-irrelevant",
         rf"\b{_HEAD}{_POST} (?:is|are|was|were|seems? to be|appears? to be) (?:\w+ )?(?:not "
-        r"(?:relevant|related|pertinent|applicable)|irrelevant|unrelated|insufficient|not "
+        r"(?:relevant|related|pertinent|applicable|helpful|useful)|irrelevant|unrelated|unhelpful|"
+        r"insufficient|not "
         r"(?:sufficient|enough|adequate)|inadequate)(?: (?:to|for)\b| *[.!]?$)",
     ),
     (
@@ -381,7 +392,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "passive-absence",
         r"\b(?:(?:is|are|was|were|could be|can be) (?:not|never)|(?:has|have|had) (?:not|never) "
         r"been|isn't|aren't|wasn't|weren't|hasn't been|haven't been|hadn't been|'s not|cannot be|"
-        rf"can't be|couldn't be){_ADVS} {_PARTICIPLE}"
+        r"can't be|couldn't be|(?:does not|doesn't|do not|don't) (?:appear|seem) to (?:be|have "
+        rf"been)){_ADVS} {_PARTICIPLE}"
         rf"(?= *(?:$|[,;:.!?)]| (?:anywhere|at all|here|either|yet)\b| (?:{_ADV} )?(?:in|within|"
         rf"by|from|throughout|based on|among|across|on the basis of) (?:any of )?(?:\w+ ){{0,3}}?"
         rf"{_HEAD}\b))",
@@ -531,7 +543,15 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "no-x-in-the-source": ("there",),
     "nothing-about": ("nothing",),
     "not-in-the-source": ("not", "n't"),
-    "source-irrelevant": ("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
+    "source-irrelevant": (
+        "not",
+        "irrelevant",
+        "unrelated",
+        "unhelpful",
+        "insufficient",
+        "inadequate",
+    ),
+    "not-appearing-in-the-source": ("not", "n't"),
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
     "no-x-is-given": ("no ", "nothing"),
     "no-x": ("no ",),

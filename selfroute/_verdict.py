@@ -1573,7 +1573,8 @@ _NOT_MODIFIERS = FUNCTION_WORDS | frozenset(["said", "says", "shall"])
 _SOURCE_POST = frozenset(
     ["provided", "given", "supplied", "above", "below", "here", "retrieved", "shown", "shared",
      "quoted", "listed", "available", "you", "i", "we", "have", "that", "which", "me", "us",
-     "from", "of", "in", "the", "this", "these", "question", "at", "hand", "excerpt"]
+     "from", "of", "in", "the", "this", "these", "question", "at", "hand", "excerpt", "you've",
+     "i've", "we've", "earlier", "previously", "all", "both", "each"]
 )  # fmt: skip
 _SOURCE_ADVERBS = frozenset(word for adverb in ADVERBS for word in adverb.split())
 #: Verbs opening a negation, and the words one of which must follow (``None``: nothing needed).

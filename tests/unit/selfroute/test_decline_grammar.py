@@ -28,7 +28,10 @@ HEADS = [
     "chunks", "text chunks", "snippets", "sources", "material", "study", "section", "chapter",
 ]  # fmt: skip
 DETERMINERS = ["The", "These", "This", "The provided", "The given", "The retrieved", "Your"]
-POST = ["", " provided", " given", " above", " you shared", " from the paper", " in question"]
+POST = [
+    "", " provided", " given", " above", " you shared", " from the paper", " in question",
+    " you've given me", " given above",
+]  # fmt: skip
 NUMBERED = [
     "Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5", "Passages 1 and 3",
     "Passages 1, 2 and 3", "Documents 2, 4, and 5",
@@ -1096,3 +1099,24 @@ def test_a_give_up_scoped_mostly_in_the_questions_words_declines(
     assert sr.parse_verdict(asked, question=question, **kw).declined, asked
     other = f"{answer}\n\n{RAGTRUTH_SENTINEL} {link} the {extra} of vitamin pills on blood sugar."
     assert sr.parse_verdict(other, question=question, **kw).answered, other
+
+
+@pytest.mark.parametrize(
+    ("text", "declined"),
+    [
+        ("The price does not appear in any of the passages.", True),
+        ("The price does not appear to be mentioned in the given passages.", True),
+        ("The date doesn't show up anywhere in the text.", True),
+        ("The passages are not helpful for answering this question.", True),
+        ("The three passages provided all fail to mention the price.", True),
+        ("The passages both never mention the price.", True),
+        ("The drug does not appear in the list of banned substances.", False),
+        ("The symptoms do not appear to be caused by stress.", False),
+        ("The bird does not appear in winter.", False),
+        ("The passages all agree that the price is $5.", False),
+    ],
+)
+def test_absent_from_the_source_by_not_appearing_in_it(text: str, declined: bool) -> None:
+    """Absent because it does not appear in the source (a source head required: "the list of
+    banned substances" is the world, not the passages)."""
+    assert sr.parse_verdict(text).declined is declined, text
