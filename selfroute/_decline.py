@@ -344,8 +344,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "not-appearing-in-the-source",
         r"\b(?:does not|doesn't|do not|don't|did not|didn't) (?:appear|show up|feature|figure|occur)"
-        r"(?: anywhere)? (?:in|within|among) (?:any of )?(?:the |these |this |your )?(?:[\w-]+ )"
-        rf"{{0,2}}?{_HEAD}\b",
+        rf"(?: anywhere)? (?:in|within|among) (?:any of )?(?:the |these |this |your )?(?:{_RHEAD}|"
+        rf"texts?|(?:{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD})\b",
     ),
     (
         "source-irrelevant",

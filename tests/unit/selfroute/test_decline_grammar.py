@@ -1113,10 +1113,12 @@ def test_a_give_up_scoped_mostly_in_the_questions_words_declines(
         ("The drug does not appear in the list of banned substances.", False),
         ("The symptoms do not appear to be caused by stress.", False),
         ("The bird does not appear in winter.", False),
+        ("The story does not occur in any book of the Bible.", False),
+        ("The price does not appear in the provided report.", True),
         ("The passages all agree that the price is $5.", False),
     ],
 )
 def test_absent_from_the_source_by_not_appearing_in_it(text: str, declined: bool) -> None:
-    """Absent because it does not appear in the source (a source head required: "the list of
-    banned substances" is the world, not the passages)."""
+    """Absent because it does not appear in the source: a handed one ("any book of the Bible" and
+    "the list of banned substances" are the world, not the passages)."""
     assert sr.parse_verdict(text).declined is declined, text
