@@ -64,12 +64,14 @@ SOURCE_MODIFIERS: tuple[str, ...] = (
 )  # fmt: skip
 #: Post-modifiers after a head ("the text provided", "the passages you shared", "paper 2").
 _POST = (
-    r"(?: (?:\d+|[ivx]+|\[\d+\]|#\d+|[a-e]))?"
+    r"(?: (?:\d+|[ivx]+|\[\d+\]|#\d+|[a-e])(?:(?:,| and|, and|,? or|,? &) \d+){0,5})?"
     r"(?: (?:provided|given|supplied|above|below|here|retrieved|shown|shared|quoted|listed|"
-    r"in question|at hand|available|(?:that |which )?(?:you|i|we) (?:have |were |was )?"
+    r"in question|at hand|available|(?:that |which )?(?:you|i|we)(?:'ve| have| were| was)? "
     r"(?:provided|shared|given|supplied|read|reviewed|have)(?: me| us)?|"
     r"(?:from|of|in) (?:the |this |these |your )?(?:\w+ ){0,2}?(?:text|paper|report|document|"
-    r"article|book|filing|study|statement|passages?|context|chunks?)))?"
+    r"article|book|filing|study|statement|passages?|context|chunks?))"
+    # "the passages given above": a participle and a place
+    r"(?: (?:above|below|here|earlier|previously))?)?"
 )
 #: Adverbs between the negation and the verb ("does not explicitly mention").
 ADVERBS: tuple[str, ...] = (
@@ -208,6 +210,11 @@ _PAST = _alt(v[1] for v in INFO_VERBS.values())
 _PARTICIPLE_INFO = _alt(v[2] for v in INFO_VERBS.values())
 _ANY_VERB = _alt([*INFO_VERBS, *(f for v in INFO_VERBS.values() for f in v)])
 _ABSENT = _alt(ABSENCE_NOUNS)
+#: Nouns of the information a how-question asks for ("no specific *instructions* are given").
+_INFO_NOUN = _alt(
+    ["instructions", "guidance", "guidelines", "recommendations", "directions", "steps", "tips",
+     "advice", "examples", "specific instructions", "suggestions", "explanations", "descriptions"]
+)  # fmt: skip
 #: Modifiers and post-modifiers that make a source one handed to the model ("the provided data").
 _HANDED = ("provided", "given", "supplied", "retrieved", "above", "attached", "shared", "following")
 #: Verbs that state content, but a decline only of a source handed to the model.
@@ -231,7 +238,8 @@ _PARTICIPLE = (
     r"quantified|itemi[sz]ed|broken down|spelled out|spelt out)"
 )
 #: A subject that can stand for the source in a decline.
-_SUBJECT = rf"(?:\b{_HEAD}{_POST}|\b(?:it|they))"
+#: ("The passages provided *all* fail to mention ...": a floating quantifier after it.)
+_SUBJECT = rf"(?:\b{_HEAD}{_POST}(?: all| both| each)?|\b(?:it|they))"
 _NEGATION = (
     r"(?:does not|doesn't|does n't|do not|don't|do n't|did not|didn't|cannot|can't|can not|"
     r"could not|couldn't|will not|won't|would not|wouldn't|may not|might not|fails? to|"
@@ -271,7 +279,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         r"silent\b|\b(?:the|these|this|those|provided|given) (?:\w+ ){0,2}?"
         + _HEAD
         + _POST
-        + r" (?:lacks?|lacked|omits?|leaves? out)\b",
+        + r"(?: (?:seems?|appears?) to)? (?:lacks?|lacked|omits?|leaves? out)\b",
     ),
     # "None of the passages mention", "Neither paper discusses", "Nothing in the text indicates"
     (
@@ -302,6 +310,18 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         + _ABSENT
         + r"\b",
     ),
+    # "There are no specific instructions provided for X", "there were no figures given", "there
+    # are no instructions in the passages": a noun of information (an absence noun or what a
+    # how-question asks for), absent by a participle of a verb of information or from the handed
+    # source ("There are no side effects reported in the passages" answers: none exist)
+    (
+        "no-x-in-the-source",
+        r"\bthere(?: is| are| was| were|'s| seems? to be| appears? to be) (?:no|not any) (?:[\w-]+ )"
+        rf"{{0,3}}?(?:{_ABSENT}|{_INFO_NOUN}) (?:(?:{_PARTICIPLE_INFO})(?= *(?:$|[,;:.!?)])| "
+        r"(?:in|within|from|for|about|on|regarding|concerning|as to|anywhere|here|at all)\b)|"
+        rf"(?:in|within|from|among) (?:any of )?(?:the |these |this )?(?:{_RHEAD}|(?:"
+        rf"{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD})\b)",
+    ),
     (
         "nothing-about",
         r"\bthere(?: is|'s| was) (?:absolutely )?nothing (?:(?:in|within) (?:the |these |this )?"
@@ -320,10 +340,18 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         rf"(?:[\w-]+ ){{0,2}}?{_HEAD}\b|^(?:answer|information|data|details) not (?:found|"
         r"available|provided|given|present|mentioned|specified|stated)\b",
     ),
+    # "The price does not appear in any of the passages", "... doesn't show up in the text"
+    (
+        "not-appearing-in-the-source",
+        r"\b(?:does not|doesn't|do not|don't|did not|didn't) (?:appear|show up|feature|figure|occur)"
+        rf"(?: anywhere)? (?:in|within|among) (?:any of )?(?:the |these |this |your )?(?:{_RHEAD}|"
+        rf"texts?|(?:{_alt(_HANDED)}) (?:[\w-]+ ){{0,2}}?{_HEAD})\b",
+    ),
     (
         "source-irrelevant",
         rf"\b{_HEAD}{_POST} (?:is|are|was|were|seems? to be|appears? to be) (?:\w+ )?(?:not "
-        r"(?:relevant|related|pertinent|applicable)|irrelevant|unrelated|insufficient|not "
+        r"(?:relevant|related|pertinent|applicable|helpful|useful)|irrelevant|unrelated|unhelpful|"
+        r"insufficient|not "
         r"(?:sufficient|enough|adequate)|inadequate)(?: (?:to|for)\b| *[.!]?$)",
     ),
     (
@@ -335,7 +363,11 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "no-x-is-given",
         r"\bno (?:\w+ ){0,3}?(?:is|are|was|were|has been|have been|had been|could be|can be|"
-        rf"seems to be|appears to be|seem to be|appear to be){_ADVS} {_PARTICIPLE}\b",
+        rf"seems to be|appears to be|seem to be|appear to be){_ADVS} {_PARTICIPLE}\b|"
+        # "No mention is made of X", "nothing is said about X"
+        r"\bno (?:\w+ )?mention (?:is|was|has been|have been|had been) made\b|\bnothing (?:is|was|"
+        r"has been|had been) (?:said|mentioned|stated|given|provided|specified|noted|written) "
+        r"(?:about|on|regarding|concerning|as to|of|in)\b",
     ),
     # "No mention of X.", "No information about ...", "No (specific) data on ...": sentence-initial
     (
@@ -360,7 +392,8 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "passive-absence",
         r"\b(?:(?:is|are|was|were|could be|can be) (?:not|never)|(?:has|have|had) (?:not|never) "
         r"been|isn't|aren't|wasn't|weren't|hasn't been|haven't been|hadn't been|'s not|cannot be|"
-        rf"can't be|couldn't be){_ADVS} {_PARTICIPLE}"
+        r"can't be|couldn't be|(?:does not|doesn't|do not|don't) (?:appear|seem) to (?:be|have "
+        rf"been)){_ADVS} {_PARTICIPLE}"
         rf"(?= *(?:$|[,;:.!?)]| (?:anywhere|at all|here|either|yet)\b| (?:{_ADV} )?(?:in|within|"
         rf"by|from|throughout|based on|among|across|on the basis of) (?:any of )?(?:\w+ ){{0,3}}?"
         rf"{_HEAD}\b))",
@@ -395,7 +428,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
         "unable",
         r"\b(?:is|are|remains?) (?:unable|impossible) to be (?:determined|answered|found|known|"
         r"identified|ascertained|confirmed)\b|"
-        r"(?:^|\b(?:answer|response)(?: to (?:the|this|your) (?:question|query))? is:? |: )"
+        # "the answer to the question "How often ...?" is unable to answer ...": a quoted question
+        r"(?:^|\b(?:answer|response)(?: to (?:the|this|your) (?:question|query)(?: [\"“'][^\"”]{1,200}"
+        r"[\"”'])?)? is:? |: )"
         r"(?:(?:i am|i'm|we are|we're|i was|the model is|the assistant is) )?(?:unable|not able) "
         r"to (?:\w+ ){0,2}?(?:answer|determine|find|provide|give|say|tell|identify|respond|locate|"
         r"extract|confirm|infer|state|conclude|pinpoint)\b|^(?:cannot|can't|can not|could not|"
@@ -505,11 +540,20 @@ _GUARDS: dict[str, tuple[str, ...]] = {
     "none-of-the-source": ("none", "neither", "not one", "no ", "nothing"),
     "nothing-in-the-source": ("nothing", "nowhere"),
     "negative-existential": ("there",),
+    "no-x-in-the-source": ("there",),
     "nothing-about": ("nothing",),
     "not-in-the-source": ("not", "n't"),
-    "source-irrelevant": ("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
+    "source-irrelevant": (
+        "not",
+        "irrelevant",
+        "unrelated",
+        "unhelpful",
+        "insufficient",
+        "inadequate",
+    ),
+    "not-appearing-in-the-source": ("not", "n't"),
     "source-only-other": ("only", "just", "merely", "mainly", "primarily", "solely"),
-    "no-x-is-given": ("no ",),
+    "no-x-is-given": ("no ", "nothing"),
     "no-x": ("no ",),
     "terse": ("none", "nothing", "not", "unclear", "uncertain", "undetermin", "indetermin"),
     "passive-absence": ("not", "n't", "never", "cannot"),
@@ -767,3 +811,11 @@ class QuestionShape:
             return False  # "the details on how to do this": a point of the answer, not the question
         prefixes = {t[:5] for t in self.terms}
         return all(s in self.terms or s[:5] in prefixes for s in stems)
+
+    def share(self, absent: str) -> float:
+        """The share of the content words of ``absent`` that are the question's (0 for none)."""
+        stems = content_stems(absent)
+        if not stems:
+            return 0.0
+        prefixes = {t[:5] for t in self.terms}
+        return sum(s in self.terms or s[:5] in prefixes for s in stems) / len(stems)

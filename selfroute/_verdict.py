@@ -156,6 +156,8 @@ _ABBREVIATION = re.compile(
     r"capt|lt|sgt|rev|hon|mt|ca|cf|approx)|(?<![\w.])[A-HJ-Z])\.$"
 )
 _MAX_SENTENCES = 60
+#: Closing quotes: a question quoted inside a sentence ends with "?" and one of these.
+_QUOTED_END = frozenset("\"'”’")
 _MAX_SENTENCE_CHARS = 1000
 
 
@@ -165,6 +167,13 @@ def _sentence_ends(text: str) -> Iterator[int]:
     for m in _BREAK.finditer(text):
         end = m.end()
         if m.group() != "\n":
+            if (
+                m.group()[-1] in _QUOTED_END
+                and m.group()[0] in "?!"
+                and text[end + 1 : end + 2].islower()
+                and text[end : end + 1] == " "
+            ):
+                continue  # 'the answer to the question "How often ...?" is: ...': one sentence
             near = text[max(start, end - 12) : end].rstrip("\"'”’)]")
             # "Mrs." or an initial: not a sentence end -- except a leading option letter ("D. ...").
             # (Both end in a letter and a period: the search is skipped for any other ending.)
@@ -625,7 +634,7 @@ _SOURCE_SUBJECT = re.compile(
 _ONE_SOURCE = re.compile(
     r"\b(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article) "
     r"(?:\d+|[ivx]+|\[\d+\]|#\d+)\b|\b(?:passages|chunks|excerpts|documents|sources|paragraphs|"
-    r"sections) \d+(?:,? (?:and|&|or) \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
+    r"sections) \d+(?:,? (?:and|&|or) \d+|, \d+)+\b|\b(?:first|second|third|fourth|fifth|other|last|another) "
     r"(?:passage|chunk|excerpt|snippet|document|source|paragraph|section|paper|article)\b|"
     r"^(?:however, )?(?:this|that|the latter|the former)(?: (?:passage|chunk|excerpt|snippet|"
     r"document|source|paragraph|section|one))? (?:does|did|do|is|was)\b"
@@ -955,7 +964,11 @@ _GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
 
 
 #: A label that states the verdict after reasoning ("Final answer:", "Answer:").
-_ANSWER_LABEL = re.compile(r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: is)? *:")
+#: "The answer to the question "How ...?" is: ..." labels it too (the quoted question kept whole).
+_ANSWER_LABEL = re.compile(
+    r"^(?:final |short |my |the )?(?:answer|verdict|conclusion)(?: to (?:the|this|your) "
+    r"(?:question|query)(?: [\"“'][^\"”]{1,200}[\"”'])?)?(?: is *:?| *:)"
+)
 _QUESTION_LABEL = re.compile(r"^(?:question|q)(?: \d+)? *:")
 _ANSWER_STARTS = ("final", "short", "my", "the", "answer", "verdict", "conclusion")
 
@@ -987,7 +1000,9 @@ def _gives_up(sentences: _Sentences, i: int, shape: QuestionShape | None) -> boo
     if scope is None:
         # "Unable to answer ... There is no mention of X in passages 2 and 4.": scoped to passages
         return not _scoped_to_passages(sentences, i)
-    return bool(scope) and shape is not None and not shape.yes_no and shape.asks_for(scope)
+    return (
+        bool(scope) and shape is not None and not shape.yes_no and _scope_asked(scope, core, shape)
+    )
 
 
 #: What a give-up is "based on": not its scope.
@@ -1029,6 +1044,24 @@ _COLON_SCOPE = re.compile(
 )
 #: A conditional: "If the passages did not contain X, my response would be ...".
 _HYPOTHETICAL = re.compile(r"\b(?:if|unless|in case|otherwise)\b")
+
+
+def _scope_asked(scope: str, core: str, shape: QuestionShape) -> bool:
+    """Whether the give-up in ``core``, scoped to ``scope``, is scoped to what was asked.
+
+    A scope the give-up sentence itself names ("... whether X", "... regarding X") is the asked
+    thing when most of its content words are the question's: its own words restate the question
+    ("regarding the specific impact of hearing loss on eating habits" for "how does hearing loss
+    affect sleeping and eating"). A missing thing named only in the next sentence must name
+    nothing beyond the question (:func:`_sub_case_named` already found it a narrower case).
+    """
+    if shape.asks_for(scope):
+        return True
+    return scope in core and shape.share(scope) >= _ASKED_SHARE
+
+
+#: The share of a named scope's content words that must be the question's for it to be asked.
+_ASKED_SHARE = 0.5
 
 
 def _one_source_give_up(core: str, m: re.Match[str] | None) -> bool:
@@ -1263,7 +1296,7 @@ def _sentinel_scoped(cleaned: str, flat: str, sentinel: str, shape: QuestionShap
             if _scoped_to_passages(sentences, i):
                 continue
             return False
-        if scope and shape is not None and not shape.yes_no and shape.asks_for(scope):
+        if scope and shape is not None and not shape.yes_no and _scope_asked(scope, core, shape):
             return False
     return True
 
@@ -1540,7 +1573,8 @@ _NOT_MODIFIERS = FUNCTION_WORDS | frozenset(["said", "says", "shall"])
 _SOURCE_POST = frozenset(
     ["provided", "given", "supplied", "above", "below", "here", "retrieved", "shown", "shared",
      "quoted", "listed", "available", "you", "i", "we", "have", "that", "which", "me", "us",
-     "from", "of", "in", "the", "this", "these", "question", "at", "hand", "excerpt"]
+     "from", "of", "in", "the", "this", "these", "question", "at", "hand", "excerpt", "you've",
+     "i've", "we've", "earlier", "previously", "all", "both", "each"]
 )  # fmt: skip
 _SOURCE_ADVERBS = frozenset(word for adverb in ADVERBS for word in adverb.split())
 #: Verbs opening a negation, and the words one of which must follow (``None``: nothing needed).
@@ -1657,6 +1691,8 @@ def _could_be_source_negation(norm: str) -> bool:
         elif state == "head":
             if re.fullmatch(r"\d+|[ivx]+|#?\d+", word) or fits(_SOURCE_WORDS):
                 continue  # "paper 2", "text chunks"
+            if word in ("and", "or", "&") and words[i - 1].strip(",").isdigit():
+                continue  # "passages 1, 2 and 3"
             if fits(_SOURCE_NEGATIONS):
                 if last:
                     return True

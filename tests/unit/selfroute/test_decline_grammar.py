@@ -28,8 +28,14 @@ HEADS = [
     "chunks", "text chunks", "snippets", "sources", "material", "study", "section", "chapter",
 ]  # fmt: skip
 DETERMINERS = ["The", "These", "This", "The provided", "The given", "The retrieved", "Your"]
-POST = ["", " provided", " given", " above", " you shared", " from the paper", " in question"]
-NUMBERED = ["Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5"]
+POST = [
+    "", " provided", " given", " above", " you shared", " from the paper", " in question",
+    " you've given me", " given above",
+]  # fmt: skip
+NUMBERED = [
+    "Paper 2", "Passage 3", "Document 1", "Chunk 4", "Section 5", "Passages 1 and 3",
+    "Passages 1, 2 and 3", "Documents 2, 4, and 5",
+]  # fmt: skip
 NEGATIONS = ["does not", "doesn't", "did not", "didn't", "do not", "don't", "fails to", "cannot"]
 ADVERBS = ["", " explicitly", " directly", " specifically", " clearly", " actually", " really"]
 VERBS = [
@@ -1021,3 +1027,98 @@ def test_a_configured_sentinel_scoped_after_a_numbered_answer_reads_as_without_i
     bare = f"{steps}\n\n{RAGTRUTH_SENTINEL}."
     assert sr.parse_verdict(bare, **kw).declined, bare
     assert sr.parse_verdict(bare).declined, bare
+
+
+# -- verdict15g: a quoted question inside the verdict sentence; absences of information nouns --
+INFO_NOUNS = ["instructions", "specific instructions", "recommendations", "guidelines", "steps"]
+QUOTED = ["How often can {w} lay eggs?", "What is {w}?", "Why does my {w} hurt?"]
+
+
+@GRAMMAR
+@given(word=WORDS, q=st.sampled_from(QUOTED), colon=st.booleans(), therefore=st.booleans())
+def test_a_verdict_after_a_quoted_question_is_one_sentence(
+    word: str, q: str, colon: bool, therefore: bool
+) -> None:
+    """'... the answer to the question "How often ...?" is: <verdict>' is one sentence: its
+    verdict decides, whether it gives up or answers (the "?" inside the quotes ends nothing)."""
+    quoted = q.format(w=word)
+    lead = "Passage 1 says hens lay in clutches. "
+    lead += f'{"Therefore, the" if therefore else "The"} answer to the question "{quoted}" is'
+    lead += ":" if colon else ""
+    gives_up = f"{lead} unable to answer based on given passages."
+    assert sr.parse_verdict(gives_up).declined, gives_up
+    assert sr.parse_verdict(gives_up, question=quoted).declined, gives_up
+    answers = f"{lead} about {len(word)} eggs a week, as passage 1 says."
+    assert sr.parse_verdict(answers).answered, answers
+    assert sr.parse_verdict(answers, question=quoted).answered, answers
+
+
+@GRAMMAR
+@given(
+    noun=st.sampled_from(INFO_NOUNS),
+    part=st.sampled_from(PARTICIPLES),
+    src=sources,
+    obj=objects,
+    after=st.sampled_from(AFTER),
+)
+def test_no_information_noun_given_declines(
+    noun: str, part: str, src: str, obj: str, after: str
+) -> None:
+    """ "There are no (specific) instructions provided for X", "... in the passages", "No mention
+    is made of X", "Nothing is said about X" decline; a thing that is not information, reported
+    absent, is an answer (there is none)."""
+    for text in (
+        f"There are no {noun} {part} for {obj}.",
+        f"There are no {noun} {part} in {_lower_first(src)}.",
+        f"There are no {noun} in the passages about {obj}.",
+        f"No mention is made of {obj}.",
+        f"Nothing is said about {obj} in {_lower_first(src)}.",
+        f"The given passages seem to lack {obj}.",
+    ):
+        assert sr.parse_verdict(text + after).declined, text + after
+    answer = f"There are no side effects {part} for this drug, so it is considered safe."
+    assert sr.parse_verdict(answer).answered, answer
+
+
+@GRAMMAR
+@given(
+    word=WORDS,
+    extra=st.sampled_from(["specific impact", "exact effect", "particular methods"]),
+    link=st.sampled_from(["regarding", "whether there is anything about", "about"]),
+    sentinel=st.sampled_from([None, RAGTRUTH_SENTINEL]),
+)
+def test_a_give_up_scoped_mostly_in_the_questions_words_declines(
+    word: str, extra: str, link: str, sentinel: str | None
+) -> None:
+    """Content, then "Unable to answer ... regarding <the question in its own words, plus a word or
+    two>": the question given up (escalate); scoped to mostly other words, the answer stands."""
+    kw = {"sentinel": sentinel} if sentinel else {}
+    question = f"how does {word} loss affect sleeping and eating"
+    answer = f"According to passage 3, {word} loss can affect sleep quality in several ways."
+    asked = f"{answer}\n\n{RAGTRUTH_SENTINEL} {link} the {extra} of {word} loss on eating."
+    assert sr.parse_verdict(asked, question=question, **kw).declined, asked
+    other = f"{answer}\n\n{RAGTRUTH_SENTINEL} {link} the {extra} of vitamin pills on blood sugar."
+    assert sr.parse_verdict(other, question=question, **kw).answered, other
+
+
+@pytest.mark.parametrize(
+    ("text", "declined"),
+    [
+        ("The price does not appear in any of the passages.", True),
+        ("The price does not appear to be mentioned in the given passages.", True),
+        ("The date doesn't show up anywhere in the text.", True),
+        ("The passages are not helpful for answering this question.", True),
+        ("The three passages provided all fail to mention the price.", True),
+        ("The passages both never mention the price.", True),
+        ("The drug does not appear in the list of banned substances.", False),
+        ("The symptoms do not appear to be caused by stress.", False),
+        ("The bird does not appear in winter.", False),
+        ("The story does not occur in any book of the Bible.", False),
+        ("The price does not appear in the provided report.", True),
+        ("The passages all agree that the price is $5.", False),
+    ],
+)
+def test_absent_from_the_source_by_not_appearing_in_it(text: str, declined: bool) -> None:
+    """Absent because it does not appear in the source: a handed one ("any book of the Bible" and
+    "the list of banned substances" are the world, not the passages)."""
+    assert sr.parse_verdict(text).declined is declined, text
