@@ -18,8 +18,11 @@ the vendored fixtures (seconds, numpy), or read from ``--scope-weights PATH`` (a
 ``python -m benchmarks.train_verdict_model --write PATH`` saved).
 
 It runs against whichever ``selfroute`` is importable, so the same script measures an older
-checkout (``PYTHONPATH=/path/to/old/checkout``); a ``parse_verdict`` without ``question`` is
-measured without it.
+checkout: run it *from* that checkout (``cd /path/to/old && python -m benchmarks.verdict_eval
+/path/to/new/fixture.jsonl``). ``PYTHONPATH`` alone does not do it, because ``python -m`` puts
+the working directory first on ``sys.path``. A ``parse_verdict`` without ``question`` is measured
+without it. ``--by ambiguous`` splits the score into the rows a labeller marked as a hesitation
+and the clear ones.
 """
 
 from __future__ import annotations
