@@ -63,17 +63,22 @@ RAGTRUTH_LABELLED = LABELLED.with_name("ragtruth_labelled.jsonl")
 #: (the set-4 round of issue #15) read and tuned on: a tuning source since.
 RAGTRUTH_SET_4 = LABELLED.with_name("ragtruth_holdout4.jsonl")
 #: RAGTruth set 5: labelled blind, scored once as held out on the parser frozen at 3bf0ddd (the
-#: set-4 round), errors not read; a tuning source for the round after.
+#: set-4 round), errors not read; a tuning source for the rounds after.
 RAGTRUTH_SET_5 = LABELLED.with_name("ragtruth_holdout5.jsonl")
-#: RAGTruth set 6: labelled blind, scored once as held out on the same parser (3bf0ddd's rules).
+#: RAGTruth set 6: labelled blind, scored once as held out on the same parser (3bf0ddd's rules);
+#: a tuning source for the verdict15g round.
 RAGTRUTH_SET_6 = LABELLED.with_name("ragtruth_holdout6.jsonl")
-#: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled file.
-DECLINE_SETS = {
-    "LongBench Qasper + InfiniteBench (tuning sources)": LABELLED,
-    "RAGTruth (held out at the freeze, tuning since)": RAGTRUTH_LABELLED,
-    "RAGTruth set 4 (held out at c844424, tuning since)": RAGTRUTH_SET_4,
-    "RAGTruth set 5 (held out at 3bf0ddd)": RAGTRUTH_SET_5,
-    "RAGTruth set 6 (held out at 3bf0ddd)": RAGTRUTH_SET_6,
+#: RAGTruth sets 7-10: labelled blind, scored once as held out on the verdict15g round's freeze
+#: e28cccc (the parser's rules since), errors not read when this benchmark was last run.
+RAGTRUTH_SETS_7_10 = tuple(LABELLED.with_name(f"ragtruth_holdout{n}.jsonl") for n in (7, 8, 9, 10))
+#: The decline sets substituted by :class:`ParaphrasingOracle`: name -> labelled files.
+DECLINE_SETS: dict[str, tuple[Path, ...]] = {
+    "LongBench Qasper + InfiniteBench (tuning sources)": (LABELLED,),
+    "RAGTruth (held out at the freeze, tuning since)": (RAGTRUTH_LABELLED,),
+    "RAGTruth set 4 (held out at c844424, tuning since)": (RAGTRUTH_SET_4,),
+    "RAGTruth set 5 (held out at 3bf0ddd, tuning since)": (RAGTRUTH_SET_5,),
+    "RAGTruth set 6 (held out at 3bf0ddd, tuning since)": (RAGTRUTH_SET_6,),
+    "RAGTruth sets 7-10 (held out at e28cccc)": RAGTRUTH_SETS_7_10,
 }
 METHODS_ALL = ["lc", "rag", "self_route", "self_route_grounded"]
 
@@ -413,10 +418,16 @@ class ParaphrasingOracle(OracleReader):
         return super().render(request, answer, quotes)
 
 
-def real_declines(path: Path = LABELLED) -> list[str]:
-    """The hand-labelled real declines of ``path`` (parser hits and misses alike)."""
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    return [r["prediction"] for r in rows if r["declined"]]
+def real_declines(*paths: Path) -> list[str]:
+    """The hand-labelled real declines of ``paths`` (default: the tuning sources' file), parser
+    hits and misses alike."""
+    out: list[str] = []
+    for path in paths or (LABELLED,):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        out += [
+            row["prediction"] for row in map(json.loads, filter(None, lines)) if row["declined"]
+        ]
+    return out
 
 
 def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], None]) -> str:
@@ -424,9 +435,9 @@ def _verdict_table(name: str, items: Sequence[EvalItem], log: Callable[[str], No
     once per set of real declines (the parser's tuning sources and its held-out source)."""
     out = ["| declines | verdict | answerable ratio | declines taken as answers | score on "
            "answerable |", "|---|---|---|---|---|"]  # fmt: skip
-    for set_name, path in DECLINE_SETS.items():
-        if path.is_file():
-            out += _verdict_rows(set_name, real_declines(path), name, items, log)
+    for set_name, paths in DECLINE_SETS.items():
+        if all(path.is_file() for path in paths):
+            out += _verdict_rows(set_name, real_declines(*paths), name, items, log)
     return "\n".join(out)
 
 
@@ -628,7 +639,9 @@ def run(ctx: BenchContext) -> BenchResult:
             f"{len(real_declines(RAGTRUTH_SET_4))} from RAGTruth set 4 (held out once, tuning "
             f"since), then {len(real_declines(RAGTRUTH_SET_5))} and "
             f"{len(real_declines(RAGTRUTH_SET_6))} from RAGTruth sets 5 and 6 (each held out once "
-            "on the parser's rules of 3bf0ddd); "
+            "on the parser's rules of 3bf0ddd, tuning since), then "
+            f"{len(real_declines(*RAGTRUTH_SETS_7_10))} from RAGTruth sets 7-10 (held out on the "
+            "rules of e28cccc); "
             "`ParaphrasingOracle`); a decline taken as an answer "
             "is a wrong answer served from the chunks\n\n" + _verdict_table(name, items, ctx.log)
         )

@@ -71,10 +71,27 @@ class DoubleLabelled:
         pairs = zip(self.rows, self.second, strict=True)
         return [row for row, b in pairs if row["declined"] == b["declined"]]
 
-    def check_well_formed(self, *, split: str, stratum: str, declined: int) -> None:
-        """Assert the fields, balance, label count and disjointness from the earlier sets."""
+    def clear(self) -> list[dict[str, Any]]:
+        """The rows the first labeller did not flag ``ambiguous`` (did not hesitate over)."""
+        return [row for row in self.rows if not row["ambiguous"]]
+
+    def flagged(self) -> list[dict[str, Any]]:
+        """The rows the first labeller flagged ``ambiguous``: the borderline calls."""
+        return [row for row in self.rows if row["ambiguous"]]
+
+    def check_well_formed(
+        self,
+        *,
+        split: str,
+        stratum: str,
+        declined: int,
+        per_model: dict[str, int] | None = None,
+    ) -> None:
+        """Assert the fields, balance (``per_model``: rows per model, default 100 each), label
+        count and disjointness from the earlier sets."""
+        per_model = per_model or dict.fromkeys(RAGTRUTH_MODELS, 100)
         assert self.path.stat().st_size < 1_000_000
-        assert len(self.rows) == 400 == len(self.second)
+        assert len(self.rows) == sum(per_model.values()) == len(self.second)
         for row in self.rows:
             assert set(row) == RAGTRUTH_FIELDS | {"ambiguous"}
             assert row["source"] == "ragtruth" and row["split"] == split
@@ -83,11 +100,11 @@ class DoubleLabelled:
             assert row["declined"] or not row["partial"]
             assert row["note"] and row["question"] and row["prediction"]
         models = Counter(str(r["model"]) for r in self.rows)
-        assert models == dict.fromkeys(RAGTRUTH_MODELS, 100)
+        assert models == per_model
         assert sum(bool(r["declined"]) for r in self.rows) == declined
         assert [str(r["id"]) for r in self.rows] == [str(b["id"]) for b in self.second]
         ids = {str(r["id"]) for r in self.rows}
-        assert len(ids) == 400
+        assert len(ids) == len(self.rows)
         assert not ids & {str(r["id"]) for path in self.earlier for r in load_rows(path)}
 
     def print_counts(self, label: str, **settings: Any) -> Confusion:
