@@ -809,13 +809,15 @@ class QuestionShape:
         stems = content_stems(absent)
         if not stems and _ANAPHORS & _words(_CONTENT_WORDS.sub(lambda m: f" {m.group()} ", absent)):
             return False  # "the details on how to do this": a point of the answer, not the question
-        prefixes = {t[:5] for t in self.terms}
-        return all(s in self.terms or s[:5] in prefixes for s in stems)
+        return all(self._in_question(stems))
 
     def share(self, absent: str) -> float:
         """The share of the content words of ``absent`` that are the question's (0 for none)."""
-        stems = content_stems(absent)
-        if not stems:
-            return 0.0
+        hits = self._in_question(content_stems(absent))
+        return sum(hits) / len(hits) if hits else 0.0
+
+    def _in_question(self, stems: Iterable[str]) -> list[bool]:
+        """For each content stem: whether it is a word of the question (or shares its first five
+        letters with one)."""
         prefixes = {t[:5] for t in self.terms}
-        return sum(s in self.terms or s[:5] in prefixes for s in stems) / len(stems)
+        return [s in self.terms or s[:5] in prefixes for s in stems]
