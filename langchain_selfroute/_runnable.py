@@ -42,6 +42,7 @@ from langchain_selfroute._input import (
 from selfroute import (
     DEFAULT_CHUNK_WORDS,
     ConfigurationError,
+    DeclineDetector,
     InvalidInputError,
     LexicalIndex,
     LongContextBudget,
@@ -92,6 +93,7 @@ ROUTE_CONFIG_SETTINGS = (
     "grounded",
     "speculate_below",
     "stream_hold_chars",
+    "decline_detector",
 )
 
 
@@ -179,6 +181,10 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
         stream_hold_chars: Streaming: hold the RAG answer until the decline detector reads its
             first sentence (or this many characters) as an answer, so a decline that opens like
             an answer is not shown and then retracted; ``0`` (default): off.
+        decline_detector: Your own decline detection beside selfroute's rules:
+            ``detector(text, question)`` is asked about each answer the rules accept (the RAG
+            answer, and the long-context one) and returns ``True`` for a decline. It adds
+            declines, never removes one. See :data:`selfroute.DeclineDetector`.
         question_key: The input key holding the question; ``None`` (default) takes the first of
             ``question``, ``input``, ``query`` and ``messages`` present. A message list or a
             ``PromptValue`` there (or as the whole input) gives its last human message. The input
@@ -225,6 +231,7 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
     grounded: SkipValidation[bool] = False
     speculate_below: SkipValidation[float | None] = None
     stream_hold_chars: SkipValidation[int] = 0
+    decline_detector: SkipValidation[DeclineDetector | None] = None
     question_key: str | None = None
 
     _pass_k: bool = PrivateAttr(default=True)

@@ -155,7 +155,10 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
             they are shown; an unsupported long-context answer abstains) and
             ``speculate_below`` (start the long-context call alongside the RAG step when the
             best node scores under it); streaming: ``stream_hold_chars`` (hold the RAG answer
-            until its first sentence, or that many characters, reads as an answer).
+            until its first sentence, or that many characters, reads as an answer); and
+            ``decline_detector`` (your own decline detection beside the rules:
+            ``detector(text, question)`` returns ``True`` for a decline the rules missed; see
+            :data:`selfroute.DeclineDetector`).
 
     Raises:
         ConfigurationError: An unknown setting or an invalid value (also ``verdict="structured"``

@@ -115,7 +115,14 @@ from selfroute._structured import (
 )
 from selfroute._tokens import HeuristicCounter, TiktokenCounter, TokenCounter, default_token_counter
 from selfroute._usage import Usage
-from selfroute._verdict import Verdict, VerdictKind, could_start_decline, parse_verdict
+from selfroute._verdict import (
+    DeclineDetector,
+    DeclinePattern,
+    Verdict,
+    VerdictKind,
+    could_start_decline,
+    parse_verdict,
+)
 
 __version__ = "0.1.0"
 
@@ -146,6 +153,8 @@ __all__ = [
     "ConfigurationError",
     "ContextDocument",
     "ContextOverflowError",
+    "DeclineDetector",
+    "DeclinePattern",
     "ExtractiveReader",
     "FittedContext",
     "FlowEvent",

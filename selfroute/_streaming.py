@@ -9,9 +9,12 @@ this one sniffer through the core's drivers.
 from __future__ import annotations
 
 import re
+import sys
 
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._verdict import (
+    DeclineDetector,
+    check_detector,
     complete_sentences,
     could_start_decline,
     parse_verdict,
@@ -84,6 +87,10 @@ class SentinelSniffer:
             declines). ``0`` (the default here) releases as soon as the opening cannot be a
             decline; the flow's streams pass ``RouteConfig.stream_hold_chars``.
         question: The question, for the detector (a "No, ..." answering a yes/no question).
+        detector: Your own decline detector (``RouteConfig.decline_detector``), part of the
+            detector the hold asks. With a detector and ``hold_chars=0``, nothing is released
+            before the first sentence has ended and reads as an answer (an arbitrary detector
+            cannot judge half a sentence), or before the stream ends.
     """
 
     def __init__(
@@ -94,7 +101,12 @@ class SentinelSniffer:
         min_chars: int = 1,
         hold_chars: int = 0,
         question: str | None = None,
+        detector: DeclineDetector | None = None,
     ) -> None:
+        check_detector(detector)
+        self.detector = detector
+        # How long text with no decline in sight is held (see hold_chars); 0: not at all.
+        self._hold_limit = hold_chars if hold_chars > 0 or detector is None else sys.maxsize
         self.sentinel = sentinel
         self.strict = strict
         self.min_chars = min_chars
@@ -124,7 +136,7 @@ class SentinelSniffer:
             # A word may be half-written: only judge once the prefix can no longer be a decline.
             if could_start_decline(cleaned, sentinel=self.sentinel, strict=self.strict):
                 return ""
-            if self.hold_chars > 0 and not self._reads_as_answer(cleaned):
+            if self._hold_limit > 0 and not self._reads_as_answer(cleaned):
                 return ""
             self._open = True
         if not cleaned.startswith(self.emitted):
@@ -141,7 +153,11 @@ class SentinelSniffer:
 
     def _declines(self, text: str) -> bool:
         verdict = parse_verdict(
-            text, sentinel=self.sentinel, strict=self.strict, question=self.question
+            text,
+            sentinel=self.sentinel,
+            strict=self.strict,
+            question=self.question,
+            detector=self.detector,
         )
         return verdict.declined
 
@@ -164,7 +180,7 @@ class SentinelSniffer:
                 self._suspect = self._declines(cleaned[: m.start()])
         if not self._suspect and _WORD.search(cleaned):
             self._suspect = self._declines(cleaned)
-        return len(cleaned) >= self.hold_chars and not self._suspect
+        return len(cleaned) >= self._hold_limit and not self._suspect
 
     def remainder(self, final_answer: str) -> str:
         """Text of ``final_answer`` not yet shown (called when the RAG answer was accepted)."""

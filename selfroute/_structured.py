@@ -17,7 +17,7 @@ from typing import Any
 
 from selfroute._errors import ConfigurationError
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import Verdict, VerdictKind, parse_verdict
+from selfroute._verdict import DeclineDetector, Verdict, VerdictKind, parse_verdict
 
 __all__ = [
     "VerdictMode",
@@ -101,6 +101,7 @@ def parse_structured_verdict(
     sentinel: str = DEFAULT_SENTINEL,
     strict: bool = False,
     question: str | None = None,
+    detector: DeclineDetector | None = None,
 ) -> Verdict:
     """Classify a structured RAG-step verdict.
 
@@ -109,6 +110,8 @@ def parse_structured_verdict(
         sentinel: The decline word (an ``answer`` that is the sentinel is a decline too).
         strict: As for :func:`~selfroute.parse_verdict`, applied to the ``answer`` text.
         question: As for :func:`~selfroute.parse_verdict`, applied to the ``answer`` text.
+        detector: As for :func:`~selfroute.parse_verdict`, applied to the ``answer`` text
+            (``answerable: false`` declines whatever it says).
 
     Returns:
         A :class:`~selfroute.Verdict`: ``sentinel`` kind for ``answerable: false``, the text
@@ -133,7 +136,9 @@ def parse_structured_verdict(
         return Verdict(kind=VerdictKind.SENTINEL, answer=answer, matched="answerable: false")
     if not answer:
         return Verdict(kind=VerdictKind.EMPTY, answer="")
-    return parse_verdict(answer, sentinel=sentinel, strict=strict, question=question)
+    return parse_verdict(
+        answer, sentinel=sentinel, strict=strict, question=question, detector=detector
+    )
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)

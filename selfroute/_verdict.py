@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -28,10 +28,30 @@ from selfroute._decline import (
     content_stems,
     decline_shape,
 )
-from selfroute._errors import ConfigurationError
+from selfroute._errors import ConfigurationError, SelfRouteError
 from selfroute._prompts import DEFAULT_SENTINEL
 
-__all__ = ["Verdict", "VerdictKind", "could_start_decline", "parse_verdict", "strip_reasoning"]
+__all__ = [
+    "DeclineDetector",
+    "DeclinePattern",
+    "Verdict",
+    "VerdictKind",
+    "could_start_decline",
+    "parse_verdict",
+    "strip_reasoning",
+]
+
+DeclineDetector = Callable[[str, str | None], bool | None]
+"""Your own decline detection, beside selfroute's rules: ``detector(text, question)``.
+
+It is asked about each output the rules read as an answer. ``text`` is the output as it would be
+served (reasoning blocks, ``Answer:`` labels, markdown and wrapping quotes removed; never empty),
+``question`` the question when known. Return ``True`` when the output declines (it escalates),
+``False`` or ``None`` when it does not (the answer stands). A detector adds declines and never
+removes one; with ``strict=True`` the rules keep only the sentinel, so the sentinel and your
+detector decide alone. Empty and garbled outputs never reach it: they always fail safe to long
+context.
+"""
 
 
 class VerdictKind(str, Enum):
@@ -1363,12 +1383,110 @@ def _check_sentinel(sentinel: object) -> None:
         raise ConfigurationError(f"sentinel must be a non-empty string, got {sentinel!r}")
 
 
+class DeclinePattern:
+    """A :data:`DeclineDetector` from a regular expression: an output declines when the pattern
+    is found in it (searched case-insensitively, unless a compiled pattern is given).
+
+    For the command line and ``selfroute.toml`` (``--decline-pattern``), and for a model whose
+    declines a pattern describes: ``DeclinePattern(r"^(keine angaben|dazu steht nichts)")``.
+
+    Args:
+        pattern: The regular expression (a string, or a compiled ``re.Pattern`` used as it is).
+
+    Raises:
+        ConfigurationError: The pattern is empty, not valid, or matches the empty string (it would
+            call every answer a decline).
+
+    Examples:
+        >>> german = DeclinePattern(r"^keine angaben")
+        >>> parse_verdict("Keine Angaben zum Datum.", detector=german).matched
+        "DeclinePattern('^keine angaben')"
+        >>> german("Am 3. Mai.", None)
+        False
+    """
+
+    def __init__(self, pattern: str | re.Pattern[str]) -> None:
+        if isinstance(pattern, re.Pattern):
+            compiled = pattern
+        elif isinstance(pattern, str) and pattern.strip():
+            try:
+                compiled = re.compile(pattern, re.IGNORECASE)
+            except re.error as exc:
+                raise ConfigurationError(
+                    f"decline pattern {pattern!r} is not a valid regular expression: {exc}"
+                ) from exc
+        else:
+            raise ConfigurationError(
+                f"a decline pattern must be a non-empty regular expression, got {pattern!r}"
+            )
+        if compiled.search("") is not None:
+            raise ConfigurationError(
+                f"decline pattern {compiled.pattern!r} matches the empty string, so it would call "
+                "every answer a decline"
+            )
+        self.pattern = compiled
+
+    def __call__(self, text: str, question: str | None = None) -> bool:
+        return self.pattern.search(text) is not None
+
+    def __repr__(self) -> str:
+        return f"DeclinePattern({self.pattern.pattern!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeclinePattern) and self.pattern == other.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+
+def detector_name(detector: object) -> str:
+    """How a decline detector is named in messages and in ``Verdict.matched``."""
+    if isinstance(detector, DeclinePattern):
+        return repr(detector)
+    name = getattr(detector, "__qualname__", None) or type(detector).__qualname__
+    return str(name)
+
+
+def check_detector(detector: object) -> None:
+    """Raise :class:`~selfroute.ConfigurationError` unless ``detector`` is ``None`` or callable."""
+    if detector is not None and not callable(detector):
+        raise ConfigurationError(
+            "decline_detector must be a callable detector(text, question) returning True for a"
+            f" decline, got {detector!r}"
+        )
+
+
+def _consult(detector: DeclineDetector, text: str, question: str | None) -> bool | None:
+    """Ask a user's detector; its failures are configuration errors, never routing signals."""
+    # (True, False, None or a NumPy boolean; anything else is a mistake worth naming)
+    try:
+        decision = detector(text, question)
+    except SelfRouteError:
+        raise
+    except Exception as exc:  # the user's code: name it, keep the cause
+        name = detector_name(detector)
+        raise ConfigurationError(
+            f"decline_detector {name} raised {type(exc).__name__}: {exc}", detector=name
+        ) from exc
+    if decision is None or isinstance(decision, bool):
+        return decision
+    if type(decision).__name__ in ("bool_", "bool") and type(decision).__module__ == "numpy":
+        return bool(decision)  # a NumPy boolean, from a classifier
+    name = detector_name(detector)
+    raise ConfigurationError(
+        f"decline_detector {name} must return True (a decline), or False or None (not a "
+        f"decline), got {decision!r}",
+        detector=name,
+    )
+
+
 def parse_verdict(
     text: str | None,
     *,
     sentinel: str = DEFAULT_SENTINEL,
     strict: bool = False,
     question: str | None = None,
+    detector: DeclineDetector | None = None,
 ) -> Verdict:
     """Classify a RAG-step output.
 
@@ -1384,13 +1502,19 @@ def parse_verdict(
             cause." for "How did he die?") is a partial answer, which declines (escalates); a
             give-up scoped to something the question does not ask leaves the answer; and an
             output that only repeats the question declines.
+        detector: Your own decline detection (:data:`DeclineDetector`), asked about every
+            output the rules here read as an answer: ``True`` makes it a decline (kind
+            ``refusal``, ``matched`` naming the detector); ``False`` or ``None`` leave the
+            answer. It adds declines and never removes one: with ``strict=True`` only the
+            sentinel and your detector decline.
 
     Returns:
         A :class:`Verdict`. ``verdict.declined`` is true for the sentinel, natural refusals (unless
         ``strict``), empty and garbled output.
 
     Raises:
-        ConfigurationError: ``sentinel`` is empty or not a string.
+        ConfigurationError: ``sentinel`` is empty or not a string; ``detector`` is not callable,
+            raised, or returned something other than ``True``, ``False`` or ``None``.
 
     The sentinel declines when it stands as the answer (alone, opening the output, opening or
     closing a line or sentence, or as a predicate: "the answer is unanswerable because ..."), not
@@ -1418,6 +1542,7 @@ def parse_verdict(
         <VerdictKind.ANSWERED: 'answered'>
     """
     _check_sentinel(sentinel)
+    check_detector(detector)
     if text is None:
         text = ""
     if not isinstance(text, str):
@@ -1429,6 +1554,14 @@ def parse_verdict(
         return Verdict(kind=kind, answer="")
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
+    verdict = _rules_verdict(cleaned, sentinel, strict, question)
+    if detector is not None and verdict.answered and _consult(detector, cleaned, question):
+        return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=detector_name(detector))
+    return verdict
+
+
+def _rules_verdict(cleaned: str, sentinel: str, strict: bool, question: str | None) -> Verdict:
+    """The rules' verdict on a cleaned output that has letters or digits."""
     flat = _norm(cleaned)
     shape = _question_shape(question) if question and question.strip() else None
     matched = _sentinel_verdict(cleaned, sentinel, flat)

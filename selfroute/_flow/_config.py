@@ -16,7 +16,7 @@ from selfroute._prompts import Prompts
 from selfroute._question import validate_question
 from selfroute._structured import VerdictMode
 from selfroute._tokens import TokenCounter, default_token_counter
-from selfroute._verdict import strip_reasoning
+from selfroute._verdict import DeclineDetector, check_detector, strip_reasoning
 
 __all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
 
@@ -89,6 +89,15 @@ class RouteConfig:
             whose opening looks like an answer ("Her birth year is not mentioned ...") is not
             shown and then retracted. Costs that much time to the first token of every answer.
             ``0`` (default): release as soon as the opening cannot be a decline.
+        decline_detector: Your own decline detection beside the rules:
+            ``detector(text, question)`` is asked about each output the rules read as an answer
+            -- the RAG answer, the long-context answer (a decline is an abstention) and eval's
+            baselines -- and returns ``True`` for a decline (``False`` or ``None``: the answer
+            stands). It adds declines, never removes one (with ``strict=True`` the sentinel and
+            your detector decide alone). See :data:`~selfroute.DeclineDetector` and
+            ``docs/verdict.md``. An exception it raises is a
+            :class:`~selfroute.ConfigurationError`, not a routing signal. ``None`` (default): the
+            rules alone.
     """
 
     k: int = 5
@@ -114,8 +123,10 @@ class RouteConfig:
     grounded: bool = False
     speculate_below: float | None = None
     stream_hold_chars: int = 0
+    decline_detector: DeclineDetector | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        check_detector(self.decline_detector)
         hold = self.stream_hold_chars
         if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
             raise ConfigurationError(f"stream_hold_chars must be an integer >= 0, got {hold!r}")

@@ -116,6 +116,7 @@ class _StreamState:
                 strict=step.strict,
                 hold_chars=step.hold_chars,
                 question=step.question,
+                detector=step.detector,
             )
         else:
             self.sniffer = None

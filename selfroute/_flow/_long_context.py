@@ -182,7 +182,9 @@ def classify_long_context(
     quotes: list[str] = []
     if cfg.grounded:
         text, quotes = split_quotes(text)
-    verdict = parse_verdict(text, sentinel=sentinel, question=state.question)
+    verdict = parse_verdict(
+        text, sentinel=sentinel, question=state.question, detector=cfg.decline_detector
+    )
     grounding: Grounding | None = None
     abstention: Abstention | None = None
     unverified: str | None = None

@@ -108,6 +108,7 @@ def rag_step(question: str, passages: Sequence[Passage], cfg: RouteConfig) -> Ge
         grounded=cfg.grounded,
         k=len(passages),
         hold_chars=cfg.stream_hold_chars,
+        detector=cfg.decline_detector,
     )
 
 
@@ -173,17 +174,26 @@ def classify_rag(
     against ``passages``."""
     sentinel = cfg.prompts.sentinel
     question = step.question  # "No, ..." answers a yes/no question; see parse_verdict
+    detector = cfg.decline_detector
     quotes: list[str] = []
     structured = gen.structured is not None or gen.structured_error is not None
     if gen.structured is None and gen.structured_error is not None:
         verdict = parse_verdict(
-            gen.text or "", sentinel=sentinel, strict=cfg.strict, question=question
+            gen.text or "",
+            sentinel=sentinel,
+            strict=cfg.strict,
+            question=question,
+            detector=detector,
         )
         if verdict.answered:  # not the object asked for: garbled, fail safe
             verdict = Verdict(kind=VerdictKind.GARBLED, answer=verdict.answer)
     elif gen.structured is not None:
         verdict = parse_structured_verdict(
-            gen.structured, sentinel=sentinel, strict=cfg.strict, question=question
+            gen.structured,
+            sentinel=sentinel,
+            strict=cfg.strict,
+            question=question,
+            detector=detector,
         )
         raw_quotes = gen.structured.get("quotes")
         if isinstance(raw_quotes, (list, tuple)):
@@ -192,9 +202,13 @@ def classify_rag(
         text = gen.text or ""
         if step.grounded:
             body, quotes = split_quotes(text)
-            verdict = parse_verdict(body, sentinel=sentinel, strict=cfg.strict, question=question)
+            verdict = parse_verdict(
+                body, sentinel=sentinel, strict=cfg.strict, question=question, detector=detector
+            )
         else:
-            verdict = parse_verdict(text, sentinel=sentinel, strict=cfg.strict, question=question)
+            verdict = parse_verdict(
+                text, sentinel=sentinel, strict=cfg.strict, question=question, detector=detector
+            )
     if not verdict.answered:
         reason = _REASON_BY_KIND[verdict.kind]
         return RagVerdict(False, verdict.answer, verdict, reason, structured=structured)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage, Stage
 from selfroute._usage import Usage
+from selfroute._verdict import DeclineDetector
 
 __all__ = [
     "AsyncStepHandler",
@@ -96,6 +97,8 @@ class Generate:
         timeout_s: The drivers give up on the call after this many seconds (what is left of
             the call's ``deadline_s``; ``None``: no limit).
         hold_chars: For a streamed RAG stage: ``RouteConfig.stream_hold_chars``.
+        detector: For a streamed RAG stage: ``RouteConfig.decline_detector`` (the stream's
+            hold asks it too).
     """
 
     stage: Stage
@@ -109,6 +112,7 @@ class Generate:
     speculative: bool = False
     timeout_s: float | None = field(default=None, compare=False)
     hold_chars: int = 0
+    detector: DeclineDetector | None = field(default=None, compare=False, repr=False)
 
     @property
     def hold(self) -> bool:

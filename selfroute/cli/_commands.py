@@ -24,6 +24,7 @@ from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._question import validate_question
 from selfroute._result import RouteResult, RouteStats, Stage
+from selfroute._verdict import DeclinePattern
 from selfroute.cli._clients import build_client
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
@@ -225,7 +226,8 @@ def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
 
 def policies(settings: Settings) -> dict[str, Any]:
     """The Self-Route policy options of ``settings`` as :class:`~selfroute.RouteConfig` fields:
-    ``k_ladder``, ``pre_route``, ``verdict``, ``grounded`` and ``speculate_below``."""
+    ``k_ladder``, ``pre_route``, ``verdict``, ``grounded``, ``speculate_below`` and
+    ``decline_detector`` (from ``--decline-pattern``)."""
     pre_route = None
     if settings.pre_route or settings.min_top_score is not None:
         pre_route = PreRoute(
@@ -237,6 +239,9 @@ def policies(settings: Settings) -> dict[str, Any]:
         "verdict": settings.verdict,
         "grounded": bool(settings.grounded),
         "speculate_below": settings.speculate_below,
+        "decline_detector": (
+            DeclinePattern(settings.decline_pattern) if settings.decline_pattern else None
+        ),
     }
 
 

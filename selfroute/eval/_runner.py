@@ -148,7 +148,10 @@ def _baseline_answer(session: Session, record: RunRecord, text: str, question: s
     """Set a baseline's prediction and whether it declines (the parser the flow uses)."""
     record.prediction = clean_answer(text)
     declined = parse_verdict(
-        record.prediction, sentinel=session.config.prompts.sentinel, question=question
+        record.prediction,
+        sentinel=session.config.prompts.sentinel,
+        question=question,
+        detector=session.config.decline_detector,
     ).declined
     record.abstained = declined
     record.abstention = "declined" if declined else None

@@ -26,7 +26,7 @@ from typing import Any
 
 from selfroute._errors import ConfigurationError, MissingDependencyError
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import VerdictKind, parse_verdict
+from selfroute._verdict import DeclineDetector, VerdictKind, parse_verdict
 
 __all__ = [
     "LONGBENCH_METRICS",
@@ -323,15 +323,22 @@ def longbench_aggregate(scores: Iterable[float]) -> float:
 
 
 def declined(
-    prediction: str | None, *, sentinel: str = DEFAULT_SENTINEL, question: str | None = None
+    prediction: str | None,
+    *,
+    sentinel: str = DEFAULT_SENTINEL,
+    question: str | None = None,
+    detector: DeclineDetector | None = None,
 ) -> bool:
     """Whether ``prediction`` declines to answer (sentinel or natural refusal).
 
     Empty output does not count as declining here: a system must *say* the text does not contain
     the answer to get an unanswerable question right. ``question``, when given, is passed to
-    :func:`selfroute.parse_verdict` (a "No, ..." answers a yes/no question).
+    :func:`selfroute.parse_verdict` (a "No, ..." answers a yes/no question), and so is ``detector``
+    (your own decline detector, ``RouteConfig.decline_detector``).
     """
-    verdict = parse_verdict(prediction or "", sentinel=sentinel, question=question)
+    verdict = parse_verdict(
+        prediction or "", sentinel=sentinel, question=question, detector=detector
+    )
     return verdict.kind in (VerdictKind.SENTINEL, VerdictKind.REFUSAL)
 
 
@@ -346,6 +353,7 @@ def score_answer(
     choices: Sequence[str] | None = None,
     sentinel: str = DEFAULT_SENTINEL,
     question: str | None = None,
+    detector: DeclineDetector | None = None,
 ) -> float:
     """Score one prediction of the eval harness (0..1).
 
@@ -356,7 +364,7 @@ def score_answer(
     if prediction is None:
         return 0.0
     if unanswerable:
-        return float(declined(prediction, sentinel=sentinel, question=question))
+        return float(declined(prediction, sentinel=sentinel, question=question, detector=detector))
     if dataset is not None and dataset.strip().lower().removesuffix("_e") in LONGBENCH_METRICS:
         return longbench_score(dataset, prediction, answers, all_classes=all_classes)
     return max_over_answers(metric, prediction, answers, all_classes=all_classes, choices=choices)

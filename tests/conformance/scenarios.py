@@ -134,6 +134,11 @@ _RAG, _LC = sr.Stage.RAG, sr.Stage.LONG_CONTEXT
 _QUOTE_31 = 'Quote: "Mara Holt, kept the lamp at Grey Point for thirty-one years."'
 _QUOTE_BORN = 'Quote: "She was born in Dunmore in 1901"'
 
+
+def german_declines(text: str, question: str | None) -> bool | None:
+    """A user's own decline detector (``decline_detector``): a model that declines in German."""
+    return True if text.lower().startswith(("keine angaben", "dazu steht nichts")) else None
+
 #: Scenarios of the policies beyond the paper (abstention, grounded mode, k-ladder, pre-routing,
 #: structured verdicts). Same contract: identical results in the core and both adapters.
 POLICY_SCENARIOS: tuple[Scenario, ...] = (
@@ -247,6 +252,51 @@ POLICY_SCENARIOS: tuple[Scenario, ...] = (
         "Thirty-one years.",
         answer="Thirty-one years.",
         settings={"pre_route": sr.PreRoute()},
+    ),
+    Scenario(
+        "decline_detector_declines",
+        "When was Mara Holt born?",
+        "Keine Angaben in den Textstellen.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.REFUSED,
+        answer="In 1901.",
+        settings={"decline_detector": german_declines},
+    ),
+    Scenario(
+        "decline_detector_leaves_answer",
+        "How long did Mara Holt keep the lamp?",
+        "Thirty-one years.",
+        answer="Thirty-one years.",
+        settings={"decline_detector": german_declines},
+    ),
+    Scenario(
+        "decline_detector_keeps_rules",
+        "When was Mara Holt born?",
+        "The passages do not mention when she was born.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.REFUSED,
+        answer="In 1901.",
+        settings={"decline_detector": german_declines},
+    ),
+    Scenario(
+        "decline_detector_lc_abstains",
+        "What was Mara Holt's favourite song?",
+        "Keine Angaben.",
+        lc_output="Dazu steht nichts im Dokument.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.REFUSED,
+        answer="Dazu steht nichts im Dokument.",
+        settings={"decline_detector": german_declines},
+        abstention=sr.Abstention.DECLINED,
+    ),
+    Scenario(
+        "decline_detector_strict",
+        "When was Mara Holt born?",
+        "Keine Angaben.",
+        route=sr.Route.LONG_CONTEXT,
+        reason=sr.Reason.REFUSED,
+        answer="In 1901.",
+        settings={"decline_detector": german_declines, "strict": True},
     ),
     Scenario(
         "verdict_auto_without_structured_output",

@@ -17,9 +17,10 @@ from tests.integration.cli.scripted import (
     OIL,
     PACKETS,
     copy_docs,
+    is_rag,
     reader,
 )
-from tests.support._loopback import Reply
+from tests.support._loopback import Reply, last_user_text
 from tests.support.gemini_server import ScriptedGeminiServer
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -217,3 +218,39 @@ def test_changed_and_deleted_files_through_the_command(
     code, out, _ = run(capsys, "stats", "--json")
     data = json.loads(out)
     assert data["documents"] == 3 and data["orphan_chunks"] == 0
+
+
+def test_a_decline_pattern_hears_a_model_that_declines_in_german(
+    tmp_path: Path,
+    openai_server: ScriptedOpenAIServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def german_rag(body: dict[str, Any]) -> Reply:
+        prompt = last_user_text(body)
+        if is_rag(prompt):
+            return Reply("Keine Angaben in den Textstellen.", model=None)
+        return reader(body)
+
+    openai_server.responder = german_rag
+    monkeypatch.chdir(tmp_path)
+    docs = copy_docs(tmp_path / "docs")
+    pdf = str(docs / "packet_switching.pdf")
+    store = tmp_path / "none"
+    served = ask_json(capsys, store, openai_server, PACKETS.question, "--doc", pdf)
+    assert (served["route"], served["answer"]) == ("rag", "Keine Angaben in den Textstellen.")
+    heard = ask_json(
+        capsys, store, openai_server, PACKETS.question, "--doc", pdf,
+        "--decline-pattern", "^keine angaben",
+    )  # fmt: skip
+    assert (heard["route"], heard["reason"]) == ("long_context", "refused")
+    assert heard["answer"] == PACKETS.answer
+    monkeypatch.setenv("SELFROUTE_DECLINE_PATTERN", "^keine angaben")  # and from the environment
+    assert ask_json(capsys, store, openai_server, PACKETS.question, "--doc", pdf)["route"] == (
+        "long_context"
+    )
+    code, _, err = run_on(
+        capsys, store, openai_server, "ask", PACKETS.question, "--doc", pdf,
+        "--decline-pattern", "(unclosed",
+    )  # fmt: skip
+    assert code != 0 and "not a valid regular expression" in err

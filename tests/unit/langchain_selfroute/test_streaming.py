@@ -193,3 +193,51 @@ async def test_a_stream_hold_still_streams_an_answer() -> None:
     assert text_of(chunks) == answer
     # released once the first sentence ended (pieces of 3 characters), before the model finished
     assert first_at is not None and answer.index(". ") < 3 * first_at < len(answer) - 3
+
+
+GERMAN_DECLINE = "Keine Angaben zu ihrem Geburtsjahr in den Textstellen. Nur ihre Laufbahn."
+
+
+def test_a_decline_detector_is_a_setting_and_its_declines_never_stream() -> None:
+    from tests.conformance.scenarios import german_declines
+
+    route, _ = make(GERMAN_DECLINE, "She was born in 1901.", decline_detector=german_declines)
+    assert route.config.decline_detector is german_declines
+    chunks = list(route.stream("When was Mara Holt born?"))
+    assert text_of(chunks, Stage.RAG) == "" and not any(c.retracted for c in chunks)
+    assert text_of(chunks) == "She was born in 1901."
+    assert chunks[-1].output is not None and chunks[-1].output.reason is Reason.REFUSED
+    plain, _ = make(GERMAN_DECLINE, "She was born in 1901.")
+    assert plain.invoke("When was Mara Holt born?").route is Route.RAG  # the rules alone serve it
+
+
+async def test_a_decline_detector_inside_a_chain_through_every_call_style() -> None:
+    from langchain_core.runnables import RunnablePassthrough
+
+    from tests.conformance.scenarios import german_declines
+
+    route, _ = make(GERMAN_DECLINE, "She was born in 1901.", decline_detector=german_declines)
+    chain = RunnablePassthrough.assign(result=route) | RunnableLambda(
+        lambda d: (d["result"].answer, d["result"].route)
+    )
+    inp = {"question": "When was Mara Holt born?"}
+    want = ("She was born in 1901.", Route.LONG_CONTEXT)
+    assert chain.invoke(inp) == want
+    assert chain.batch([inp, inp]) == [want, want]
+    assert await chain.ainvoke(inp) == want
+    assert await chain.abatch([inp]) == [want]
+    events = [e async for e in route.astream_events(inp, version="v2")]
+    streamed = [
+        e["data"]["chunk"]
+        for e in events
+        if e["event"] == "on_chain_stream" and e["name"] == "SelfRoute"
+    ]
+    assert "".join(c.text for c in streamed) == "She was born in 1901."
+    assert not any(c.retracted for c in streamed)
+
+
+def test_a_decline_detector_that_is_not_callable_is_refused() -> None:
+    from selfroute import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="decline_detector must be a callable"):
+        make("In 1901.", decline_detector="keine angaben")

@@ -419,3 +419,29 @@ async def test_stream_hold_keeps_a_late_decline_from_showing(use_async: bool) ->
     response = plain.query(QUESTION)
     assert "".join(response.response_gen).endswith("In 1901.")
     assert response.metadata["selfroute_retracted"] is True
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_decline_detector_escalates_and_holds_the_stream(use_async: bool) -> None:
+    from tests.conformance.scenarios import german_declines
+
+    german = "Keine Angaben zu ihrem Geburtsjahr in den Textstellen. Nur ihre Laufbahn."
+    engine, *_ = _engine(rag_output=german, decline_detector=german_declines)
+    query = engine.aquery if use_async else None
+    result = get_route_result(await query(QUESTION) if query else engine.query(QUESTION))
+    assert result.reason is sr.Reason.REFUSED and result.answer == "In 1901."
+    streaming, *_ = _engine(rag_output=german, streaming=True, decline_detector=german_declines)
+    if use_async:
+        response = await streaming.aquery(QUESTION)
+        text = "".join([t async for t in response.async_response_gen()])
+    else:
+        response = streaming.query(QUESTION)
+        text = "".join(response.response_gen)
+    assert text == "In 1901." and "selfroute_retracted" not in response.metadata
+    plain, *_ = _engine(rag_output=german)
+    assert get_route_result(plain.query(QUESTION)).route is sr.Route.RAG
+
+
+def test_a_decline_detector_that_is_not_callable_is_refused() -> None:
+    with pytest.raises(sr.ConfigurationError, match="decline_detector must be a callable"):
+        _engine(decline_detector=42)

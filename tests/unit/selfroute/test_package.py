@@ -38,6 +38,8 @@ PUBLIC = sorted(
         "ConfigurationError",
         "ContextDocument",
         "ContextOverflowError",
+        "DeclineDetector",
+        "DeclinePattern",
         "ExtractiveReader",  # the keyless offline reader (issue 17)
         "DEFAULT_CHUNK_WORDS",
         "DEFAULT_LONG_CONTEXT_PROMPT",

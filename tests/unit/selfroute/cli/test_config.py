@@ -65,6 +65,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "lc_window": "128000",
         "overflow": "truncate_middle",
         "strict": "true",
+        "decline_pattern": "^keine angaben",
         "k_ladder": "10,20",
         "pre_route": "on",
         "min_top_score": "2.5",
