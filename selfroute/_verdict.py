@@ -1457,8 +1457,8 @@ def check_detector(detector: object) -> None:
 
 
 def _consult(detector: DeclineDetector, text: str, question: str | None) -> bool | None:
-    """Ask a user's detector; its failures are configuration errors, never routing signals."""
-    # (True, False, None or a NumPy boolean; anything else is a mistake worth naming)
+    """Ask a user's detector: ``True``, ``False``, ``None`` or a NumPy boolean. Its failures, and
+    any other answer, are configuration errors, never routing signals."""
     try:
         decision = detector(text, question)
     except SelfRouteError:

@@ -8,6 +8,7 @@
     selfroute stats                       # what the store holds
     selfroute eval ...                    # LC vs RAG vs Self-Route on a labelled set
     selfroute calibrate RESULTS           # pre-routing settings from an eval run -> selfroute.toml
+    selfroute verdicts OUTPUTS.jsonl      # what the decline detector says of your model's outputs
 
 Settings come from flags, then ``SELFROUTE_*`` environment variables, then ``selfroute.toml``
 (see ``docs/cli.md``). Frameworks are imported only by the commands that need them.
@@ -211,6 +212,12 @@ def _add_calibrate(sub: Any, common: argparse.ArgumentParser) -> None:
     add_calibrate(sub, [common], _EPILOG)
 
 
+def _add_verdicts(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._verdicts import add_parser as add_verdicts
+
+    add_verdicts(sub, [common], _EPILOG)
+
+
 def _query_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--doc",
@@ -250,6 +257,7 @@ _COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
     "unlock": _add_unlock,
     "eval": _add_eval,
     "calibrate": _add_calibrate,
+    "verdicts": _add_verdicts,
 }
 
 

@@ -173,6 +173,7 @@ class Setting:
 
 _STORE = ("index", "ask", "chat", "stats", "migrate", "unlock")
 _QUERY = ("ask", "chat")
+_VERDICT = ("ask", "chat", "verdicts")
 
 #: Every setting of the command line.
 SETTINGS: tuple[Setting, ...] = (
@@ -199,8 +200,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
     Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
-    Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _QUERY),
-    Setting("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _QUERY, metavar="REGEX", default_doc="none"),
+    Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _VERDICT),
+    Setting("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
     Setting("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
     Setting("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions"),
     Setting("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from llama_index.core.postprocessor import SimilarityPostprocessor
@@ -402,16 +403,20 @@ def test_with_retriever_keeps_settings() -> None:
     assert "1947" in rag.prompts[0]
 
 
+async def _streamed(engine: SelfRouteQueryEngine, use_async: bool) -> tuple[str, Any]:
+    """The streamed text of one query (``aquery`` or ``query``) and the response."""
+    if use_async:
+        response = await engine.aquery(QUESTION)
+        return "".join([t async for t in response.async_response_gen()]), response
+    response = engine.query(QUESTION)
+    return "".join(response.response_gen), response
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_stream_hold_keeps_a_late_decline_from_showing(use_async: bool) -> None:
     late = "Her birth year is not mentioned in the passages."
     engine, *_ = _engine(rag_output=late, streaming=True, stream_hold_chars=80)
-    if use_async:
-        response = await engine.aquery(QUESTION)
-        text = "".join([t async for t in response.async_response_gen()])
-    else:
-        response = engine.query(QUESTION)
-        text = "".join(response.response_gen)
+    text, response = await _streamed(engine, use_async)
     assert text == "In 1901."
     assert "selfroute_retracted" not in response.metadata
     assert get_route_result(response).reason is sr.Reason.REFUSED
@@ -431,12 +436,7 @@ async def test_a_decline_detector_escalates_and_holds_the_stream(use_async: bool
     result = get_route_result(await query(QUESTION) if query else engine.query(QUESTION))
     assert result.reason is sr.Reason.REFUSED and result.answer == "In 1901."
     streaming, *_ = _engine(rag_output=german, streaming=True, decline_detector=german_declines)
-    if use_async:
-        response = await streaming.aquery(QUESTION)
-        text = "".join([t async for t in response.async_response_gen()])
-    else:
-        response = streaming.query(QUESTION)
-        text = "".join(response.response_gen)
+    text, response = await _streamed(streaming, use_async)
     assert text == "In 1901." and "selfroute_retracted" not in response.metadata
     plain, *_ = _engine(rag_output=german)
     assert get_route_result(plain.query(QUESTION)).route is sr.Route.RAG

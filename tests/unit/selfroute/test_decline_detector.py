@@ -237,6 +237,16 @@ def test_a_decline_it_finds_after_a_shown_sentence_is_retracted(stream: Any) -> 
     assert events[-1].result.answer == "In 1901."  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("stream", [_stream, _astream], ids=["drive", "adrive"])
+def test_a_detector_failing_mid_stream_is_raised(stream: Any) -> None:
+    def broken(text: str, question: str | None) -> bool:
+        raise RuntimeError("model file missing")
+
+    text = "She was born in 1901. She grew up in Ohio."
+    with pytest.raises(sr.ConfigurationError, match="broken raised RuntimeError"):
+        stream(Scripted(rag=text, rag_chunks=tokens(text)), decline_detector=broken)
+
+
 def test_without_a_detector_the_streamed_give_up_is_served() -> None:
     events = _stream(Scripted(rag=GERMAN, rag_chunks=tokens(GERMAN)))
     assert _rag_text(events) == GERMAN  # the rules read it as an answer

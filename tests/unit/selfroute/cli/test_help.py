@@ -13,7 +13,7 @@ MARKUP = ("``", ":func:", ":class:", ":mod:", "Registered by", "add_parser")
 
 
 @pytest.mark.parametrize("command", [[], ["index"], ["ask"], ["chat"], ["stats"], ["eval"],
-                                     ["calibrate"]])  # fmt: skip
+                                     ["calibrate"], ["verdicts"]])  # fmt: skip
 def test_help_has_no_markup_or_internal_notes(command: list[str]) -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:

@@ -1,0 +1,358 @@
+"""``selfroute verdicts``: what the decline detector says about *your* model's outputs.
+
+Reads a JSON Lines file of model outputs (a log of RAG answers, an eval run's ``results.jsonl``)
+and classifies each with :func:`selfroute.parse_verdict` as the flow would: with the question when
+the row has one, the sentinel, ``--strict`` and ``--decline-pattern`` (flag, ``SELFROUTE_*`` or
+``selfroute.toml``, like ``ask``). It prints how many outputs it reads as declines, of which kind,
+and, when the rows carry your own labels (``declined: true/false``), precision and recall against
+them with the outputs it got wrong -- so you can check, before you deploy, that it hears how your
+model declines, and whether a ``--decline-pattern`` fixes what it misses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from selfroute._errors import InvalidInputError
+from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._verdict import DeclinePattern, Verdict, VerdictKind, parse_verdict
+
+__all__ = ["Row", "Summary", "add_parser", "read_rows", "run_verdicts", "summarise"]
+
+#: Fields tried, in order, for the output text and the question when none is named.
+TEXT_FIELDS = ("prediction", "output", "answer", "response", "text", "rag_answer")
+QUESTION_FIELDS = ("question", "query", "input")
+LABEL_FIELD = "declined"
+_SHOWN_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Row:
+    """One output to classify.
+
+    Attributes:
+        line: Its line number in the file (from 1).
+        text: What the model wrote.
+        question: The question, if the row has one.
+        label: Your label (``True``: the output declines), if the row has one.
+    """
+
+    line: int
+    text: str
+    question: str | None = None
+    label: bool | None = None
+
+
+def _pick(obj: dict[str, Any], named: str | None, candidates: Sequence[str]) -> str | None:
+    if named is not None:
+        return named if named in obj else None
+    return next((f for f in candidates if f in obj), None)
+
+
+def _label(value: Any, where: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise InvalidInputError(f"{where}: the label must be true, false or null, got {value!r}")
+
+
+def read_rows(
+    lines: Iterable[str],
+    *,
+    source: str = "input",
+    text_field: str | None = None,
+    question_field: str | None = None,
+    label_field: str = LABEL_FIELD,
+    use_question: bool = True,
+) -> Iterator[Row]:
+    """Parse JSON Lines into rows (blank lines skipped).
+
+    Raises:
+        InvalidInputError: A line that is not a JSON object, has no text field (naming the fields
+            it has), or whose text or label has the wrong type -- naming the line.
+    """
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InvalidInputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        field = _pick(obj, text_field, TEXT_FIELDS)
+        if field is None:
+            wanted = text_field or " or ".join(TEXT_FIELDS)
+            raise InvalidInputError(
+                f"{where}: no {wanted} field (it has {', '.join(sorted(obj)) or 'none'});"
+                " name the output's field with --text-field"
+            )
+        text = obj[field]
+        if text is not None and not isinstance(text, str):
+            raise InvalidInputError(f"{where}: {field} must be a string, got {type(text).__name__}")
+        question = None
+        if use_question:
+            qfield = _pick(obj, question_field, QUESTION_FIELDS)
+            value = obj.get(qfield) if qfield is not None else None
+            question = value if isinstance(value, str) and value.strip() else None
+        label = _label(obj.get(label_field), f"{where}: {label_field}")
+        yield Row(number, text or "", question, label)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the detector said about a file's outputs.
+
+    Attributes:
+        rows: Outputs read.
+        kinds: Outputs by verdict kind.
+        labelled: Outputs with a label.
+        caught: Labelled declines it declined (true positives).
+        false_declines: Labelled answers it declined.
+        missed: Labelled declines it read as answers.
+        errors: ``(row, verdict)`` of each labelled output it got wrong, in file order.
+    """
+
+    rows: int
+    kinds: dict[str, int]
+    labelled: int
+    caught: int
+    false_declines: int
+    missed: int
+    errors: tuple[tuple[Row, Verdict], ...]
+
+    @property
+    def declined(self) -> int:
+        """Outputs it reads as declines (every kind but ``answered``)."""
+        return self.rows - self.kinds.get(VerdictKind.ANSWERED.value, 0)
+
+    @property
+    def precision(self) -> float | None:
+        """Of the labelled outputs it declined, the share you labelled declines."""
+        called = self.caught + self.false_declines
+        return self.caught / called if called else None
+
+    @property
+    def recall(self) -> float | None:
+        """Of the outputs you labelled declines, the share it declined."""
+        declines = self.caught + self.missed
+        return self.caught / declines if declines else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the counts, precision, recall and the wrong outputs."""
+        return {
+            "rows": self.rows,
+            "declined": self.declined,
+            "kinds": dict(self.kinds),
+            "labelled": self.labelled,
+            "caught": self.caught,
+            "false_declines": self.false_declines,
+            "missed": self.missed,
+            "precision": self.precision,
+            "recall": self.recall,
+            "errors": [
+                {
+                    "line": row.line,
+                    "label": "declined" if row.label else "answered",
+                    "kind": verdict.kind.value,
+                    "matched": verdict.matched,
+                    "text": row.text,
+                    "question": row.question,
+                }
+                for row, verdict in self.errors
+            ],
+        }
+
+
+def summarise(
+    rows: Iterable[Row],
+    *,
+    sentinel: str = DEFAULT_SENTINEL,
+    strict: bool = False,
+    detector: DeclinePattern | None = None,
+) -> Summary:
+    """Classify every row as the flow's RAG step would, and count against the labels."""
+    kinds: Counter[str] = Counter()
+    n = labelled = caught = false_declines = missed = 0
+    errors: list[tuple[Row, Verdict]] = []
+    for row in rows:
+        n += 1
+        verdict = parse_verdict(
+            row.text, sentinel=sentinel, strict=strict, question=row.question, detector=detector
+        )
+        kinds[verdict.kind.value] += 1
+        if row.label is None:
+            continue
+        labelled += 1
+        if verdict.declined and row.label:
+            caught += 1
+        elif verdict.declined:
+            false_declines += 1
+            errors.append((row, verdict))
+        elif row.label:
+            missed += 1
+            errors.append((row, verdict))
+    order = [k.value for k in VerdictKind]
+    return Summary(
+        rows=n,
+        kinds={k: kinds[k] for k in order if kinds[k]},
+        labelled=labelled,
+        caught=caught,
+        false_declines=false_declines,
+        missed=missed,
+        errors=tuple(errors),
+    )
+
+
+def _wilson(hits: int, n: int) -> str:
+    """The 95% Wilson interval of ``hits / n``."""
+    if not n:
+        return ""
+    z = 1.96
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return f" (95% interval {max(0.0, centre - half):.3f}-{min(1.0, centre + half):.3f})"
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SHOWN_CHARS else flat[: _SHOWN_CHARS - 3] + "..."
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def format_summary(summary: Summary, *, source: str, show: int) -> str:
+    """The report ``selfroute verdicts`` prints."""
+    lines = [f"{_n(summary.rows, 'output')} in {source}: {summary.declined} read as declines"]
+    lines += [f"  {kind:<9} {count}" for kind, count in summary.kinds.items()]
+    if not summary.labelled:
+        lines.append(f"no labels (a '{LABEL_FIELD}: true/false' field): no precision or recall")
+        return "\n".join(lines)
+    called = summary.caught + summary.false_declines
+    declines = summary.caught + summary.missed
+    precision = "-" if summary.precision is None else f"{summary.precision:.3f}"
+    recall = "-" if summary.recall is None else f"{summary.recall:.3f}"
+    lines += [
+        f"against your labels ({_n(summary.labelled, 'output')}, {_n(declines, 'decline')}):",
+        f"  precision {precision}{_wilson(summary.caught, called)}: "
+        f"{_n(summary.false_declines, 'answer')} read as "
+        + ("a decline" if summary.false_declines == 1 else "declines"),
+        f"  recall    {recall}{_wilson(summary.caught, declines)}: "
+        f"{_n(summary.missed, 'decline')} read as "
+        + ("an answer" if summary.missed == 1 else "answers")
+        + " (served)",
+    ]
+    for row, verdict in summary.errors[:show]:
+        what = "missed decline" if row.label else f"false decline ({verdict.kind.value}"
+        what += "" if row.label else f": {verdict.matched!r})" if verdict.matched else ")"
+        lines.append(f"  line {row.line}: {what}: {_shorten(row.text)}")
+    if len(summary.errors) > show:
+        lines.append(f"  ... {len(summary.errors) - show} more (--show N, or --json)")
+    return "\n".join(lines)
+
+
+def run_verdicts(args: argparse.Namespace) -> int:
+    """``selfroute verdicts FILE``."""
+    from selfroute.cli._commands import settings_for
+    from selfroute.cli._output import printable
+
+    settings = settings_for(args, "verdicts")
+    source = "stdin" if args.file == "-" else args.file
+    if args.file == "-":
+        lines: Iterable[str] = sys.stdin
+    else:
+        path = Path(args.file)
+        if not path.is_file():
+            raise InvalidInputError(f"{args.file}: no such file")
+        lines = path.read_text(encoding="utf-8").splitlines()
+    rows = read_rows(
+        lines,
+        source=source,
+        text_field=args.text_field,
+        question_field=args.question_field,
+        label_field=args.label_field,
+        use_question=not args.no_question,
+    )
+    pattern = settings.decline_pattern
+    summary = summarise(
+        rows,
+        sentinel=args.sentinel,
+        strict=bool(settings.strict),
+        detector=DeclinePattern(pattern) if pattern else None,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(summary.to_dict(), ensure_ascii=False) + "\n")
+    else:
+        print(printable(format_summary(summary, source=source, show=args.show)))
+    return 0
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def add_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], epilog: str) -> None:
+    """Register ``verdicts`` on the main CLI's subparsers."""
+    from selfroute.cli._config import add_settings
+
+    parser = sub.add_parser(
+        "verdicts",
+        parents=list(parents),
+        help="what the decline detector says about your model's outputs (JSON Lines), and its "
+        "precision and recall against your labels",
+        description="Classify each output of a JSON Lines file as the RAG step would (with the "
+        "row's question, the sentinel, --strict and --decline-pattern), count the declines by "
+        "kind, and, where rows carry 'declined: true/false', report precision and recall "
+        "against those labels with the outputs it got wrong.",
+        epilog=epilog,
+    )
+    parser.add_argument("file", metavar="FILE", help="JSON Lines of outputs ('-': stdin)")
+    parser.add_argument(
+        "--text-field",
+        metavar="NAME",
+        help=f"the output's field (default: the first of {', '.join(TEXT_FIELDS)})",
+    )
+    parser.add_argument(
+        "--question-field",
+        metavar="NAME",
+        help=f"the question's field (default: the first of {', '.join(QUESTION_FIELDS)})",
+    )
+    parser.add_argument(
+        "--label-field",
+        metavar="NAME",
+        default=LABEL_FIELD,
+        help=f"your label's field, true for a decline (default: {LABEL_FIELD})",
+    )
+    parser.add_argument("--no-question", action="store_true", help="classify without the questions")
+    parser.add_argument(
+        "--sentinel",
+        default=DEFAULT_SENTINEL,
+        help=f"the decline word your prompt asks for (default: {DEFAULT_SENTINEL})",
+    )
+    parser.add_argument(
+        "--show",
+        type=_count,
+        default=10,
+        metavar="N",
+        help="wrong outputs to list (default: 10)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_settings(parser, "verdicts")
+    parser.set_defaults(func=run_verdicts)
