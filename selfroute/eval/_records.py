@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from selfroute._result import Passage, Stage
 from selfroute._usage import Usage
+from selfroute._verdict import detector_name
 from selfroute.eval._data import EvalItem
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ SELF_ROUTE_METHODS = ("self_route", "self_route_grounded")
 def policy_of(config: RouteConfig) -> dict[str, Any]:
     """The Self-Route policy options of ``config`` as plain data (``summary.json``)."""
     pre = config.pre_route
+    detector = config.decline_detector
     return {
         "k_ladder": list(config.k_ladder),
         "pre_route": None
@@ -44,6 +46,7 @@ def policy_of(config: RouteConfig) -> dict[str, Any]:
         "grounded": config.grounded,
         "strict": config.strict,
         "speculate_below": getattr(config, "speculate_below", None),
+        "decline_detector": None if detector is None else detector_name(detector),
     }
 
 
@@ -68,6 +71,8 @@ def describe_policy(policy: Mapping[str, Any]) -> str:
         parts.append("strict")
     if policy.get("speculate_below") is not None:
         parts.append(f"speculative long context below top score {policy['speculate_below']:g}")
+    if policy.get("decline_detector"):
+        parts.append(f"own decline detector {policy['decline_detector']}")
     return "; ".join(parts) or "plain (the paper's)"
 
 

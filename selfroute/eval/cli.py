@@ -15,6 +15,7 @@ from typing import Any
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
 from selfroute._preroute import PreRoute
+from selfroute._verdict import DeclinePattern
 
 __all__ = ["DESCRIPTION", "add_parser", "build_parser", "config_from_args", "main", "run"]
 
@@ -96,6 +97,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _decline_pattern(text: str) -> DeclinePattern:
+    try:
+        return DeclinePattern(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -267,6 +275,13 @@ def _policy_arguments(parser: argparse.ArgumentParser) -> None:
         "object (error if the reader cannot), or structured when supported",
     )
     policy.add_argument(
+        "--decline-pattern",
+        type=_decline_pattern,
+        metavar="REGEX",
+        help="a regular expression (case-insensitive) that also marks an answer as a decline, "
+        "for a reader that declines in words the rules miss; used for every method's answers",
+    )
+    policy.add_argument(
         "--grounded",
         action="store_true",
         help="grounded mode for self-route too (self-route-grounded always is): answers quote "
@@ -373,6 +388,7 @@ def config_from_args(args: argparse.Namespace) -> RouteConfig:
         verdict=args.verdict,
         grounded=args.grounded,
         speculate_below=args.speculate_below,
+        decline_detector=args.decline_pattern,
     )
 
 

@@ -128,3 +128,18 @@ def test_importing_the_eval_package_loads_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_decline_pattern_is_a_recorded_policy(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    argv = ["--sample", "--reader", "oracle", "--limit", "2", "--out", str(out), "--no-cache",
+            "--no-progress", "--decline-pattern", "^keine angaben"]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"]["decline_detector"] == "DeclinePattern('^keine angaben')"
+    assert "own decline detector DeclinePattern('^keine angaben')" in summary["policy_description"]
+    assert "own decline detector" in (out / "report.md").read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["--sample", "--reader", "oracle", "--decline-pattern", "(unclosed"])
+    assert "not a valid regular expression" in capsys.readouterr().err

@@ -280,3 +280,32 @@ def test_a_data_file_path_is_loaded(tmp_path) -> None:
     path.write_text(json.dumps(row) + "\n")
     summary = evaluate(str(path), reader=OracleReader(), ks=[1], config=CFG, cache=False)
     assert summary.items == 1 and summary.row("self_route", 1).answerable_ratio == 1.0
+
+
+class _GermanReader(ScriptedReader):
+    """Declines in German where the oracle would write the sentinel."""
+
+    async def agenerate(self, request):  # type: ignore[no-untyped-def]
+        gen = await super().agenerate(request)
+        if gen.text.strip().lower() == "unanswerable":
+            return type(gen)(text="Keine Angaben im Text.", usage=gen.usage, model=gen.model)
+        return gen
+
+
+def test_a_decline_detector_scores_every_method_s_declines() -> None:
+    from selfroute import DeclinePattern
+
+    impossible = [i for i in ITEMS if i.unanswerable]
+    plain = evaluate(impossible, reader=_GermanReader(), ks=[1], config=CFG, cache=False)
+    heard = evaluate(
+        impossible,
+        reader=_GermanReader(),
+        ks=[1],
+        config=RouteConfig(chunk_words=20, decline_detector=DeclinePattern("^keine angaben")),
+        cache=False,
+    )
+    for method in ("lc", "rag", "self_route"):
+        assert not any(r.abstained for r in _records(plain, method).values()), method
+        assert all(r.abstained for r in _records(heard, method).values()), method
+    route = next(iter(_records(heard, "self_route").values()))
+    assert [c.stage.value for c in route.calls] == ["rag", "long_context"]  # it escalated
