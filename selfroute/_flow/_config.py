@@ -123,7 +123,7 @@ class RouteConfig:
     grounded: bool = False
     speculate_below: float | None = None
     stream_hold_chars: int = 0
-    decline_detector: DeclineDetector | None = field(default=None, compare=False)
+    decline_detector: DeclineDetector | None = None
 
     def __post_init__(self) -> None:
         check_detector(self.decline_detector)

@@ -23,7 +23,13 @@ from typing import Any
 
 from selfroute._errors import InvalidInputError
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import DeclinePattern, Verdict, VerdictKind, parse_verdict
+from selfroute._verdict import (
+    DeclineDetector,
+    DeclinePattern,
+    Verdict,
+    VerdictKind,
+    parse_verdict,
+)
 
 __all__ = ["Row", "Summary", "add_parser", "read_rows", "run_verdicts", "summarise"]
 
@@ -177,7 +183,7 @@ def summarise(
     *,
     sentinel: str = DEFAULT_SENTINEL,
     strict: bool = False,
-    detector: DeclinePattern | None = None,
+    detector: DeclineDetector | None = None,
 ) -> Summary:
     """Classify every row as the flow's RAG step would, and count against the labels."""
     kinds: Counter[str] = Counter()
@@ -254,8 +260,12 @@ def format_summary(summary: Summary, *, source: str, show: int) -> str:
         + " (served)",
     ]
     for row, verdict in summary.errors[:show]:
-        what = "missed decline" if row.label else f"false decline ({verdict.kind.value}"
-        what += "" if row.label else f": {verdict.matched!r})" if verdict.matched else ")"
+        if row.label:
+            what = "missed decline"
+        elif verdict.matched:
+            what = f"false decline ({verdict.kind.value}: {verdict.matched!r})"
+        else:
+            what = f"false decline ({verdict.kind.value})"
         lines.append(f"  line {row.line}: {what}: {_shorten(row.text)}")
     if len(summary.errors) > show:
         lines.append(f"  ... {len(summary.errors) - show} more (--show N, or --json)")
@@ -275,7 +285,10 @@ def run_verdicts(args: argparse.Namespace) -> int:
         path = Path(args.file)
         if not path.is_file():
             raise InvalidInputError(f"{args.file}: no such file")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{args.file}: not UTF-8 text ({exc.reason})") from None
     rows = read_rows(
         lines,
         source=source,

@@ -60,6 +60,8 @@ def test_the_report_names_what_it_got_wrong(
     assert "precision 1.000" in out and "recall    0.667" in out
     assert "1 decline read as an answer (served)" in out
     assert "line 3: missed decline: Keine Angaben zum Geburtsjahr." in out
+    code, out, _ = _run(capsys, "verdicts", str(_file(tmp_path)), "--no-question")
+    assert "line 5: false decline (refusal: " in out  # "No, ..." without its yes/no question
 
 
 def test_a_decline_pattern_from_the_flag_env_or_config_fixes_the_miss(
@@ -134,6 +136,10 @@ def test_a_missing_file_and_a_bad_setting(
 ) -> None:
     code, _, err = _run(capsys, "verdicts", str(tmp_path / "nope.jsonl"))
     assert code == 2 and "no such file" in err
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes('{"text": "Stra\u00dfe"}'.encode("latin-1") + b"\xff\n")
+    code, _, err = _run(capsys, "verdicts", str(latin))
+    assert code == 2 and "not UTF-8 text" in err
     path = str(_file(tmp_path))
     code, _, err = _run(capsys, "verdicts", path, "--decline-pattern", "x*")
     assert code == 2 and "matches the empty string" in err
