@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._errors import InvalidInputError
+from selfroute._jsonl import jsonl_objects, read_jsonl
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._verdict import (
     DeclineDetector,
@@ -70,7 +71,7 @@ def _label(value: Any, where: str) -> bool | None:
 
 
 def read_rows(
-    lines: Iterable[str],
+    objects: Iterable[tuple[int, dict[str, Any]]],
     *,
     source: str = "input",
     text_field: str | None = None,
@@ -78,22 +79,14 @@ def read_rows(
     label_field: str = LABEL_FIELD,
     use_question: bool = True,
 ) -> Iterator[Row]:
-    """Parse JSON Lines into rows (blank lines skipped).
+    """The rows of ``(line number, object)`` pairs (from :func:`selfroute._jsonl.read_jsonl`).
 
     Raises:
-        InvalidInputError: A line that is not a JSON object, has no text field (naming the fields
-            it has), or whose text or label has the wrong type -- naming the line.
+        InvalidInputError: An object with no text field (naming the fields it has), or whose text
+            or label has the wrong type -- naming ``source:line``.
     """
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for number, obj in objects:
         where = f"{source}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InvalidInputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         field = _pick(obj, text_field, TEXT_FIELDS)
         if field is None:
             wanted = text_field or " or ".join(TEXT_FIELDS)
@@ -279,18 +272,9 @@ def run_verdicts(args: argparse.Namespace) -> int:
 
     settings = settings_for(args, "verdicts")
     source = "stdin" if args.file == "-" else args.file
-    if args.file == "-":
-        lines: Iterable[str] = sys.stdin
-    else:
-        path = Path(args.file)
-        if not path.is_file():
-            raise InvalidInputError(f"{args.file}: no such file")
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError(f"{args.file}: not UTF-8 text ({exc.reason})") from None
+    objects = jsonl_objects(sys.stdin, source) if args.file == "-" else read_jsonl(Path(args.file))
     rows = read_rows(
-        lines,
+        objects,
         source=source,
         text_field=args.text_field,
         question_field=args.question_field,

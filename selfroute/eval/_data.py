@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from selfroute._chunking import document_id
 from selfroute._errors import ConfigurationError, InvalidInputError
+from selfroute._jsonl import read_jsonl
 from selfroute.eval.metrics import METRICS, metric_for_longbench
 
 __all__ = [
@@ -79,22 +79,6 @@ class EvalItem:
             object.__setattr__(self, "doc_id", document_id(self.document))
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not path.is_file():
-        raise InvalidInputError(f"{path}: no such file")
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InvalidInputError(f"{path}:{lineno}: expected a JSON object per line")
-            yield lineno, row
-
-
 def _require(row: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
     missing = [k for k in keys if k not in row]
     if missing:
@@ -135,7 +119,7 @@ def load_longbench(
     """
     p = Path(path)
     items = []
-    for lineno, row in _read_jsonl(p):
+    for lineno, row in read_jsonl(p):
         where = f"{p}:{lineno}"
         _require(row, ("input", "context", "answers"), where)
         name = dataset or row.get("dataset") or p.stem.split(".")[0]
@@ -229,7 +213,7 @@ def load_lara(queries: str | Path, documents: str | Path) -> list[EvalItem]:
     texts: dict[Path, str] = {}
     items = []
     for f in files:
-        for lineno, row in _read_jsonl(f):
+        for lineno, row in read_jsonl(f):
             where = f"{f}:{lineno}"
             _require(row, ("question", "answer", "file"), where)
             doc_path = _find_document(root, row, where)
@@ -264,7 +248,7 @@ def load_squad(path: str | Path, *, haystack: bool = False) -> list[EvalItem]:
     """
     p = Path(path)
     articles = []
-    for lineno, row in _read_jsonl(p):
+    for lineno, row in read_jsonl(p):
         _require(row, ("document", "questions"), f"{p}:{lineno}")
         articles.append((lineno, row))
     if not articles:
@@ -297,7 +281,7 @@ def load_squad(path: str | Path, *, haystack: bool = False) -> list[EvalItem]:
 
 def _detect(path: Path) -> str:
     probe = next(iter(sorted(path.glob("*.jsonl")))) if path.is_dir() else path
-    for _, row in _read_jsonl(probe):
+    for _, row in read_jsonl(probe):
         if {"input", "context", "answers"} <= row.keys():
             return "longbench"
         if {"document", "questions"} <= row.keys():

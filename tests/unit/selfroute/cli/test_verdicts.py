@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from selfroute._jsonl import jsonl_objects
 from selfroute.cli import main
 from selfroute.cli._verdicts import Row, read_rows, summarise
 
@@ -35,7 +36,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_counts_and_scores_against_the_labels() -> None:
-    rows = list(read_rows([json.dumps(r) for r in ROWS]))
+    rows = list(read_rows(jsonl_objects([json.dumps(r) for r in ROWS], "t")))
     summary = summarise(rows)
     assert summary.rows == 6 and summary.declined == 3  # sentinel, refusal, empty
     assert summary.kinds == {"answered": 3, "sentinel": 1, "refusal": 1, "empty": 1}
@@ -47,7 +48,9 @@ def test_counts_and_scores_against_the_labels() -> None:
     )
     assert summary.precision == 1.0 and summary.recall == pytest.approx(2 / 3)
     assert [row.line for row, _ in summary.errors] == [3]
-    without = summarise(read_rows([json.dumps(r) for r in ROWS], use_question=False))
+    without = summarise(
+        read_rows(jsonl_objects([json.dumps(r) for r in ROWS], "t"), use_question=False)
+    )
     assert without.false_declines == 1  # "No, the paper does not mention BERT." needs its question
 
 
@@ -115,8 +118,8 @@ def test_no_labels_no_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("not json", "outputs.jsonl:1: not JSON"),
-        ("[1, 2]", "expected a JSON object, got list"),
+        ("not json", "outputs.jsonl:1: not valid JSON"),
+        ("[1, 2]", "expected a JSON object per line"),
         ('{"x": 1, "y": 2}', "no prediction or output"),
         ('{"prediction": 3}', "prediction must be a string, got int"),
         ('{"prediction": "a", "declined": "yes"}', "the label must be true, false or null"),
@@ -148,5 +151,9 @@ def test_a_missing_file_and_a_bad_setting(
 
 
 def test_rows_keep_their_line_numbers() -> None:
-    rows = list(read_rows(["", json.dumps({"text": "a"}), "  ", json.dumps({"text": "b"})]))
+    rows = list(
+        read_rows(
+            jsonl_objects(["", json.dumps({"text": "a"}), "  ", json.dumps({"text": "b"})], "t")
+        )
+    )
     assert rows == [Row(2, "a"), Row(4, "b")]
