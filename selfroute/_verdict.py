@@ -50,7 +50,7 @@ served (reasoning blocks, ``Answer:`` labels, markdown and wrapping quotes remov
 ``False`` or ``None`` when it does not (the answer stands). A detector adds declines and never
 removes one; with ``strict=True`` the rules keep only the sentinel, so the sentinel and your
 detector decide alone. Empty and garbled outputs never reach it: they always fail safe to long
-context.
+context. It runs inline (on the event loop in async calls): keep it to CPU work.
 """
 
 
