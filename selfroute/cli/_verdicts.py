@@ -1,7 +1,7 @@
 """``selfroute verdicts``: what the decline detector says about *your* model's outputs.
 
-Reads a JSON Lines file of model outputs (a log of RAG answers, an eval run's ``results.jsonl``)
-and classifies each with :func:`selfroute.parse_verdict` as the flow would: with the question when
+Reads a JSON Lines or CSV file of model outputs (a log of RAG answers, an eval run's
+``results.jsonl``, a labelling spreadsheet) and classifies each with :func:`selfroute.parse_verdict` as the flow would: with the question when
 the row has one, the sentinel, ``--strict`` and ``--decline-pattern`` (flag, ``SELFROUTE_*`` or
 ``selfroute.toml``, like ``ask``). It prints how many outputs it reads as declines, of which kind,
 and, when the rows carry your own labels (``declined: true/false``), precision and recall against
@@ -12,6 +12,7 @@ model declines, and whether a ``--decline-pattern`` fixes what it misses.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import sys
@@ -19,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from selfroute._errors import InvalidInputError
 from selfroute._jsonl import jsonl_objects, read_jsonl
@@ -32,13 +33,23 @@ from selfroute._verdict import (
     parse_verdict,
 )
 
-__all__ = ["Row", "Summary", "add_parser", "read_rows", "run_verdicts", "summarise"]
+__all__ = [
+    "Row",
+    "Summary",
+    "add_parser",
+    "csv_objects",
+    "read_rows",
+    "run_verdicts",
+    "summarise",
+]
 
 #: Fields tried, in order, for the output text and the question when none is named.
 TEXT_FIELDS = ("prediction", "output", "answer", "response", "text", "rag_answer")
 QUESTION_FIELDS = ("question", "query", "input")
 LABEL_FIELD = "declined"
 _SHOWN_CHARS = 160
+#: How a CSV cell spells a label (case and surrounding spaces ignored); an empty cell is no label.
+CSV_LABELS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,52 @@ def _label(value: Any, where: str) -> bool | None:
     raise InvalidInputError(f"{where}: the label must be true, false or null, got {value!r}")
 
 
+_EXTRA = "\x00extra"  # DictReader's key for cells past the header's columns
+
+
+def csv_objects(
+    stream: TextIO, source: str, *, label_field: str = LABEL_FIELD
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each record of a CSV file with a header row.
+
+    The objects are what :func:`read_rows` takes: an empty cell is a missing value, and the label
+    column's ``true``/``yes``/``1`` and ``false``/``no``/``0`` (any case) become booleans. A
+    record's line number is the line it ends on, so a quoted cell spanning lines counts them all.
+
+    Raises:
+        InvalidInputError: The file has no header row, is not valid CSV (an unclosed quote, a
+            character after a closing quote), a record has more cells than the header, or a label
+            cell is none of those words -- naming ``source:line``.
+    """
+    reader = csv.DictReader(stream, restkey=_EXTRA, strict=True)
+    try:
+        for record in reader:
+            where = f"{source}:{reader.line_num}"
+            if _EXTRA in record:
+                raise InvalidInputError(
+                    f"{where}: {len(reader.fieldnames or ()) + len(record[_EXTRA])} cells for "
+                    f"{len(reader.fieldnames or ())} columns in the header"
+                )
+            obj = {k: v for k, v in record.items() if v not in (None, "")}
+            if (cell := obj.get(label_field)) is not None:
+                label = CSV_LABELS.get(cell.strip().lower())
+                if label is None and cell.strip():
+                    raise InvalidInputError(
+                        f"{where}: {label_field}: the label must be true or false "
+                        f"(yes/no, 1/0) or empty, got {cell!r}"
+                    )
+                obj[label_field] = label
+            yield reader.line_num, obj
+    except csv.Error as exc:
+        # line_num counts the lines of complete records: the bad record starts on the next one
+        where = f"{source}:{reader.line_num + 1}"
+        raise InvalidInputError(f"{where}: not valid CSV ({exc})") from None
+    if reader.fieldnames is None:
+        raise InvalidInputError(
+            f"{source}: empty: a CSV file needs a header row naming its columns"
+        )
+
+
 def read_rows(
     objects: Iterable[tuple[int, dict[str, Any]]],
     *,
@@ -79,7 +136,8 @@ def read_rows(
     label_field: str = LABEL_FIELD,
     use_question: bool = True,
 ) -> Iterator[Row]:
-    """The rows of ``(line number, object)`` pairs (from :func:`selfroute._jsonl.read_jsonl`).
+    """The rows of ``(line number, object)`` pairs (from :func:`selfroute._jsonl.read_jsonl` or
+    :func:`csv_objects`).
 
     Raises:
         InvalidInputError: An object with no text field (naming the fields it has), or whose text
@@ -272,9 +330,8 @@ def run_verdicts(args: argparse.Namespace) -> int:
 
     settings = settings_for(args, "verdicts")
     source = "stdin" if args.file == "-" else args.file
-    objects = jsonl_objects(sys.stdin, source) if args.file == "-" else read_jsonl(Path(args.file))
     rows = read_rows(
-        objects,
+        _objects(args.file, source, args.format, args.label_field),
         source=source,
         text_field=args.text_field,
         question_field=args.question_field,
@@ -295,6 +352,27 @@ def run_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _objects(
+    file: str, source: str, fmt: str | None, label_field: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The file's (or stdin's) objects, as JSON Lines or CSV (by ``--format``, else the suffix)."""
+    if (fmt or ("csv" if file.lower().endswith(".csv") else "jsonl")) == "jsonl":
+        yield from jsonl_objects(sys.stdin, source) if file == "-" else read_jsonl(Path(file))
+        return
+    if file == "-":
+        yield from csv_objects(sys.stdin, source, label_field=label_field)
+        return
+    path = Path(file)
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: no such file")
+    try:
+        # utf-8-sig: a spreadsheet's "CSV UTF-8" export starts with a byte-order mark
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            yield from csv_objects(fh, source, label_field=label_field)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -312,15 +390,22 @@ def add_parser(sub: Any, parents: Sequence[argparse.ArgumentParser], epilog: str
     parser = sub.add_parser(
         "verdicts",
         parents=list(parents),
-        help="what the decline detector says about your model's outputs (JSON Lines), and its "
-        "precision and recall against your labels",
-        description="Classify each output of a JSON Lines file as the RAG step would (with the "
+        help="what the decline detector says about your model's outputs (JSON Lines or CSV), "
+        "and its precision and recall against your labels",
+        description="Classify each output of a JSON Lines or CSV file as the RAG step would (with the "
         "row's question, the sentinel, --strict and --decline-pattern), count the declines by "
         "kind, and, where rows carry 'declined: true/false', report precision and recall "
         "against those labels with the outputs it got wrong.",
         epilog=epilog,
     )
-    parser.add_argument("file", metavar="FILE", help="JSON Lines of outputs ('-': stdin)")
+    parser.add_argument(
+        "file", metavar="FILE", help="JSON Lines or CSV (with a header row) of outputs ('-': stdin)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("jsonl", "csv"),
+        help="how FILE is written (default: csv for a name ending .csv, else jsonl)",
+    )
     parser.add_argument(
         "--text-field",
         metavar="NAME",

@@ -157,3 +157,74 @@ def test_rows_keep_their_line_numbers() -> None:
         )
     )
     assert rows == [Row(2, "a"), Row(4, "b")]
+
+
+CSV_TEXT = (
+    "question,answer,declined\n"
+    "When was she born?,unanswerable,TRUE\n"
+    'Where did she work?,"The passages do not mention\nher employer.",yes\n'
+    "Where did she work?,Keine Angaben zum Arbeitgeber.,1\n"
+    'When was she born?,"She was born in 1901, in Lyon.",false\n'
+    'Do they use BERT?,"No, the paper does not mention BERT.",No\n'
+    ",Paris.,\n"
+)
+
+
+def test_a_csv_file_is_read_like_json_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "labels.CSV"
+    # a spreadsheet's "CSV UTF-8" export: byte-order mark, CRLF line ends
+    path.write_bytes(b"\xef\xbb\xbf" + CSV_TEXT.replace("\n", "\r\n").encode())
+    report = json.loads(_run(capsys, "verdicts", str(path), "--json")[1])
+    assert (report["rows"], report["labelled"]) == (6, 5)
+    assert (report["caught"], report["false_declines"], report["missed"]) == (2, 0, 1)
+    # the quoted cell spans lines 3-4: the record after it is on line 5
+    assert [(e["line"], e["text"]) for e in report["errors"]] == [
+        (5, "Keine Angaben zum Arbeitgeber.")
+    ]
+    assert report["errors"][0]["question"] == "Where did she work?"
+    out = _run(capsys, "verdicts", str(path), "--no-question", "--json")[1]
+    assert json.loads(out)["false_declines"] == 1  # the yes/no answer needs its question
+
+
+def test_csv_from_stdin_or_a_file_named_otherwise_with_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "labels.txt"
+    path.write_text(CSV_TEXT, encoding="utf-8")
+    code, _, err = _run(capsys, "verdicts", str(path))
+    assert code == 2 and "labels.txt:1: not valid JSON" in err  # not .csv: read as JSON Lines
+    by_flag = json.loads(_run(capsys, "verdicts", str(path), "--format", "csv", "--json")[1])
+    monkeypatch.setattr("sys.stdin", io.StringIO(CSV_TEXT))
+    by_stdin = json.loads(_run(capsys, "verdicts", "-", "--format", "csv", "--json")[1])
+    assert by_flag == by_stdin and by_flag["missed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "labels.csv: empty: a CSV file needs a header row"),
+        ("answer,declined\nyes,maybe\n", "labels.csv:2: declined: the label must be true or false"),
+        ('answer,declined\n"a",true,extra\n', "labels.csv:2: 3 cells for 2 columns"),
+        ("reply,declined\nunanswerable,true\n", "labels.csv:2: no prediction or output"),
+        ('answer\n"unterminated\n', "labels.csv:2: not valid CSV"),
+        ('answer\nok\n"a"b\n', "labels.csv:3: not valid CSV"),
+    ],
+)
+def test_a_bad_csv_is_a_clear_error_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = tmp_path / "labels.csv"
+    path.write_text(text, encoding="utf-8")
+    code, _, err = _run(capsys, "verdicts", str(path))
+    assert code == 2 and message in err, err
+
+
+def test_a_missing_or_non_utf8_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "verdicts", str(tmp_path / "nope.csv"))
+    assert code == 2 and "no such file" in err
+    latin = tmp_path / "latin1.csv"
+    latin.write_bytes("answer\nStra\u00dfe\n".encode("latin-1"))
+    code, _, err = _run(capsys, "verdicts", str(latin))
+    assert code == 2 and "not UTF-8 text" in err
