@@ -89,16 +89,18 @@ def csv_objects(
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` of each record of a CSV file with a header row.
 
-    The objects are what :func:`read_rows` takes: an empty cell is a missing value, and the label
-    column's ``true``/``yes``/``1`` and ``false``/``no``/``0`` (any case) become booleans. A
-    record's line number is the line it ends on, so a quoted cell spanning lines counts them all.
+    The objects are what :func:`read_rows` takes: every cell a string (a record with fewer cells
+    than the header ends in empty ones; an empty output is an empty output, an empty question no
+    question), and the label column's ``true``/``yes``/``1`` and ``false``/``no``/``0`` (any case)
+    booleans, an empty label cell ``None``. A record's line number is the line it ends on, so a
+    quoted cell spanning lines counts them all.
 
     Raises:
         InvalidInputError: The file has no header row, is not valid CSV (an unclosed quote, a
             character after a closing quote), a record has more cells than the header, or a label
             cell is none of those words -- naming ``source:line``.
     """
-    reader = csv.DictReader(stream, restkey=_EXTRA, strict=True)
+    reader = csv.DictReader(stream, restkey=_EXTRA, restval="", strict=True)
     try:
         for record in reader:
             where = f"{source}:{reader.line_num}"
@@ -107,15 +109,15 @@ def csv_objects(
                     f"{where}: {len(reader.fieldnames or ()) + len(record[_EXTRA])} cells for "
                     f"{len(reader.fieldnames or ())} columns in the header"
                 )
-            obj = {k: v for k, v in record.items() if v not in (None, "")}
-            if (cell := obj.get(label_field)) is not None:
-                label = CSV_LABELS.get(cell.strip().lower())
-                if label is None and cell.strip():
+            obj: dict[str, Any] = dict(record)
+            if label_field in obj:
+                cell = obj[label_field].strip()
+                obj[label_field] = CSV_LABELS.get(cell.lower()) if cell else None
+                if cell and obj[label_field] is None:
                     raise InvalidInputError(
                         f"{where}: {label_field}: the label must be true or false "
                         f"(yes/no, 1/0) or empty, got {cell!r}"
                     )
-                obj[label_field] = label
             yield reader.line_num, obj
     except csv.Error as exc:
         # line_num counts the lines of complete records: the bad record starts on the next one

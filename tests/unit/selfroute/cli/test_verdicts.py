@@ -167,6 +167,8 @@ CSV_TEXT = (
     'When was she born?,"She was born in 1901, in Lyon.",false\n'
     'Do they use BERT?,"No, the paper does not mention BERT.",No\n'
     ",Paris.,\n"
+    "Who?,,\n"  # an empty output: read as empty (a decline), not a missing column
+    "Who?,Mara Holt.\n"  # a short record: its missing cells are empty
 )
 
 
@@ -177,7 +179,8 @@ def test_a_csv_file_is_read_like_json_lines(
     # a spreadsheet's "CSV UTF-8" export: byte-order mark, CRLF line ends
     path.write_bytes(b"\xef\xbb\xbf" + CSV_TEXT.replace("\n", "\r\n").encode())
     report = json.loads(_run(capsys, "verdicts", str(path), "--json")[1])
-    assert (report["rows"], report["labelled"]) == (6, 5)
+    assert (report["rows"], report["labelled"]) == (8, 5)
+    assert report["kinds"] == {"answered": 5, "sentinel": 1, "refusal": 1, "empty": 1}
     assert (report["caught"], report["false_declines"], report["missed"]) == (2, 0, 1)
     # the quoted cell spans lines 3-4: the record after it is on line 5
     assert [(e["line"], e["text"]) for e in report["errors"]] == [
