@@ -116,22 +116,28 @@ def test_no_labels_no_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 @pytest.mark.parametrize(
-    ("line", "message"),
+    ("name", "text", "message"),
     [
-        ("not json", "outputs.jsonl:1: not valid JSON"),
-        ("[1, 2]", "expected a JSON object per line"),
-        ('{"x": 1, "y": 2}', "no prediction or output"),
-        ('{"prediction": 3}', "prediction must be a string, got int"),
-        ('{"prediction": "a", "declined": "yes"}', "the label must be true, false or null"),
+        ("outputs.jsonl", "not json", "outputs.jsonl:1: not valid JSON"),
+        ("outputs.jsonl", "[1, 2]", "expected a JSON object per line"),
+        ("outputs.jsonl", '{"x": 1, "y": 2}', "no prediction or output"),
+        ("outputs.jsonl", '{"prediction": 3}', "prediction must be a string, got int"),
+        ("outputs.jsonl", '{"prediction": "a", "declined": "yes"}', "the label must be true, false or null"),
+        ("labels.csv", "", "labels.csv: empty: a CSV file needs a header row"),
+        ("labels.csv", "answer,declined\nyes,maybe\n", "labels.csv:2: declined: the label must be true or false"),
+        ("labels.csv", 'answer,declined\n"a",true,extra\n', "labels.csv:2: 3 cells for 2 columns"),
+        ("labels.csv", "reply,declined\nunanswerable,true\n", "labels.csv:2: no prediction or output"),
+        ("labels.csv", 'answer\n"unterminated\n', "labels.csv:2: not valid CSV"),
+        ("labels.csv", 'answer\nok\n"a"b\n', "labels.csv:3: not valid CSV"),
     ],
-)
-def test_a_bad_line_is_a_clear_error_naming_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, message: str
+)  # fmt: skip
+def test_a_bad_record_is_a_clear_error_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, message: str
 ) -> None:
-    path = tmp_path / "outputs.jsonl"
-    path.write_text(line + "\n", encoding="utf-8")
+    path = tmp_path / name
+    path.write_text(text + ("\n" if name.endswith(".jsonl") else ""), encoding="utf-8")
     code, _, err = _run(capsys, "verdicts", str(path))
-    assert code == 2 and message in err
+    assert code == 2 and message in err, err
 
 
 def test_a_missing_file_and_a_bad_setting(
@@ -202,26 +208,6 @@ def test_csv_from_stdin_or_a_file_named_otherwise_with_format(
     monkeypatch.setattr("sys.stdin", io.StringIO(CSV_TEXT))
     by_stdin = json.loads(_run(capsys, "verdicts", "-", "--format", "csv", "--json")[1])
     assert by_flag == by_stdin and by_flag["missed"] == 1
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("", "labels.csv: empty: a CSV file needs a header row"),
-        ("answer,declined\nyes,maybe\n", "labels.csv:2: declined: the label must be true or false"),
-        ('answer,declined\n"a",true,extra\n', "labels.csv:2: 3 cells for 2 columns"),
-        ("reply,declined\nunanswerable,true\n", "labels.csv:2: no prediction or output"),
-        ('answer\n"unterminated\n', "labels.csv:2: not valid CSV"),
-        ('answer\nok\n"a"b\n', "labels.csv:3: not valid CSV"),
-    ],
-)
-def test_a_bad_csv_is_a_clear_error_naming_the_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
-) -> None:
-    path = tmp_path / "labels.csv"
-    path.write_text(text, encoding="utf-8")
-    code, _, err = _run(capsys, "verdicts", str(path))
-    assert code == 2 and message in err, err
 
 
 def test_a_missing_or_non_utf8_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
