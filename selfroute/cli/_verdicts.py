@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from selfroute._errors import InvalidInputError
-from selfroute._jsonl import jsonl_objects, read_jsonl
+from selfroute._jsonl import jsonl_objects, open_text, read_jsonl
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._verdict import (
     DeclineDetector,
@@ -364,15 +364,9 @@ def _objects(
     if file == "-":
         yield from csv_objects(sys.stdin, source, label_field=label_field)
         return
-    path = Path(file)
-    if not path.is_file():
-        raise InvalidInputError(f"{path}: no such file")
-    try:
-        # utf-8-sig: a spreadsheet's "CSV UTF-8" export starts with a byte-order mark
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            yield from csv_objects(fh, source, label_field=label_field)
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" export starts with a byte-order mark
+    with open_text(Path(file), encoding="utf-8-sig", newline="") as fh:
+        yield from csv_objects(fh, source, label_field=label_field)
 
 
 def _count(text: str) -> int:
