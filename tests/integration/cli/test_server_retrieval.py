@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from selfroute import document_id
 from selfroute.stores import DocumentStore, HybridRetriever, _visibility
 from selfroute.stores._embedding import embed_query
 from tests.integration.cli.scripted import copy_docs
@@ -33,6 +34,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 NEW_NOTE = "The vault combination for the lighthouse archive is 88-41-93 zeppelin quartz."
 QUESTION = "vault combination lighthouse archive zeppelin quartz"
+VAULT_DOC = document_id(NEW_NOTE + "\n")  # the id of the document vault.txt below
 
 
 @pytest.fixture
@@ -140,14 +142,37 @@ def _raw_ids(store: DocumentStore, question: str) -> list[str]:
     return list(chunks.query(query_embeddings=[vector], n_results=3)["ids"][0])
 
 
-def _raw_top_when_indexed(store: DocumentStore, question: str, prefix: str) -> str:
-    """The raw query's best id once it is the chunk starting with ``prefix`` (30 s at most)."""
+def _vault_chunk_ids(store: DocumentStore) -> list[str]:
+    """The ids of NEW_NOTE's chunks in ``store``'s collection, by an exact read (no ANN)."""
+    chunks, _ = store._open()
+    return sorted(chunks.get(where={"doc_id": VAULT_DOC}, include=[])["ids"])
+
+
+def _chunk_written(store: DocumentStore, server: ChromaServer) -> str:
+    """The id of the chunk the stopped writer wrote, once an exact read sees it (30 s at most;
+    a clear failure with the server's log otherwise)."""
     deadline = time.monotonic() + 30
-    while True:
-        (top, *_) = _raw_ids(store, question)
-        if store.get_chunks([top])[top][0].startswith(prefix) or time.monotonic() > deadline:
-            return top
+    while not (ids := _vault_chunk_ids(store)) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert len(ids) == 1, f"the writer's chunk was never read back: {ids}\n{_log_tail(server)}"
+    return ids[0]
+
+
+def _raw_top_when_indexed(store: DocumentStore, server: ChromaServer, question: str) -> str:
+    """The writer's chunk, once the raw dense query ranks it first (30 s at most; a clear
+    failure naming what the query returned otherwise)."""
+    chunk = _chunk_written(store, server)
+    deadline = time.monotonic() + 30
+    while (ids := _raw_ids(store, question))[0] != chunk and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ids[0] == chunk, (
+        f"the dense query never ranked the written chunk {chunk} first: {ids}\n{_log_tail(server)}"
+    )
+    return chunk
+
+
+def _log_tail(server: ChromaServer, chars: int = 3000) -> str:
+    return "chroma server log (tail):\n" + server._read_log()[-chars:]
 
 
 def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
@@ -172,7 +197,7 @@ def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
     try:
         # the new chunk is on the server, best match of the question, without its record (the
         # server's vector index may take a moment to show a write to queries: wait for it)
-        top = _raw_top_when_indexed(reader, QUESTION, "The vault combination")
+        top = _raw_top_when_indexed(reader, chroma_server, QUESTION)
         assert reader.get_chunks([top])[top][0].startswith("The vault combination")
         assert not served()
         time.sleep(_visibility.LEASE_S * 1.5)
@@ -188,7 +213,7 @@ def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
     requests.clear()
     assert not served()
     assert requests["POST get"] == 1  # the commit-marker read of the candidates
-    assert _raw_ids(reader, QUESTION)[0] == top  # the orphan is still there
+    assert _vault_chunk_ids(reader) == [top]  # the orphan is still there
 
     # the writer's rerun completes (and removes its mark): the reader sees it at once
     report = _server_store(writer_store, url, name).index([new])
@@ -295,11 +320,11 @@ def test_unlock_clears_a_dead_writers_mark_and_refuses_a_live_one(
         url,
     ]
     try:
-        top = _raw_top_when_indexed(reader, QUESTION, "The vault combination")
+        orphan = _chunk_written(reader, chroma_server)
         capsys.readouterr()
         assert main(unlock) == 1  # the writer is running: refused, nothing removed
         assert f"process {proc.pid} on this host" in capsys.readouterr().err
-        assert _raw_ids(reader, QUESTION)[0] == top
+        assert _vault_chunk_ids(reader) == [orphan]
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -311,7 +336,8 @@ def test_unlock_clears_a_dead_writers_mark_and_refuses_a_live_one(
     assert [m["pid"] for m in report["marks_removed"]] == [proc.pid]
     assert report["orphan_chunks_removed"] == 1
     # the orphan is gone and no mark is left: dense questions are back to one request
-    assert top not in _raw_ids(reader, QUESTION)
+    assert _vault_chunk_ids(reader) == []
+    assert orphan not in _raw_ids(reader, QUESTION)
     dense = HybridRetriever(_server_store(tmp_path / "reader2", url, name), mode="dense", k=3)
     dense.retrieve(QUESTION)  # reads the marks: none
     requests.clear()
