@@ -120,6 +120,10 @@ class ChromaServer:
         self._log.seek(0)
         return bytes(self._log.read()).decode(errors="replace")[-4000:]
 
+    def log_tail(self) -> str:
+        """The end of the server's output so far, labelled (for a failing test's message)."""
+        return "chroma server log (tail):\n" + self._read_log()
+
     def client(self, **settings: Any) -> Any:
         """A ``chromadb.HttpClient`` for this server (telemetry off)."""
         import chromadb

@@ -154,7 +154,7 @@ def _chunk_written(store: DocumentStore, server: ChromaServer) -> str:
     deadline = time.monotonic() + 30
     while not (ids := _vault_chunk_ids(store)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(ids) == 1, f"the writer's chunk was never read back: {ids}\n{_log_tail(server)}"
+    assert len(ids) == 1, f"the writer's chunk was never read back: {ids}\n{server.log_tail()}"
     return ids[0]
 
 
@@ -166,13 +166,9 @@ def _raw_top_when_indexed(store: DocumentStore, server: ChromaServer, question: 
     while (ids := _raw_ids(store, question))[0] != chunk and time.monotonic() < deadline:
         time.sleep(0.1)
     assert ids[0] == chunk, (
-        f"the dense query never ranked the written chunk {chunk} first: {ids}\n{_log_tail(server)}"
+        f"the dense query never ranked the written chunk {chunk} first: {ids}\n{server.log_tail()}"
     )
     return chunk
-
-
-def _log_tail(server: ChromaServer, chars: int = 3000) -> str:
-    return "chroma server log (tail):\n" + server._read_log()[-chars:]
 
 
 def test_a_killed_writer_never_leaks_and_a_finished_run_is_seen_at_once(
