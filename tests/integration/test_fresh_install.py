@@ -24,7 +24,7 @@ import pytest
 from tests.support._loopback import extractive_responder
 from tests.support.openai_server import ScriptedOpenAIServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.install]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The LC row of the bundled sample's report (docs/eval.md), with tiktoken's o200k_base.

@@ -45,3 +45,13 @@ def test_the_two_commands_are_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install -e '.[dev]'" in README and "pip install -q -e '.[dev]'" in ci
     assert "python -m pytest" in README and "python -m pytest" in ci
+
+
+def test_the_quick_loop_names_markers_pytest_knows() -> None:
+    loop = re.search(r'python -m pytest -m "([^"]+)"', README)
+    assert loop is not None, "README names no quick loop"
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = set(re.findall(r'^\s*"(\w+):', pyproject, re.MULTILINE))
+    named = set(re.findall(r"\b(\w+)\b", loop.group(1))) - {"not", "and", "or"}
+    assert named and named <= declared
+    assert "-n auto" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -28,6 +28,7 @@ def docs_page(tmp_path: Path) -> Path:
     return page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", list(run_all.BENCHMARKS))
 def test_each_benchmark_runs_quick_and_writes_its_table(
     key: str, docs_page: Path, capsys: pytest.CaptureFixture[str]

@@ -25,6 +25,8 @@ from benchmarks import scope_model as scope
 from benchmarks import verdict_eval, verdict_speed
 from selfroute._verdict import VerdictKind
 
+pytestmark = pytest.mark.slow  # trains the experimental scope model
+
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "refusals"
 TRAIN_FILES = (
