@@ -57,6 +57,7 @@ from selfroute import (
     self_route_flow,
 )
 from selfroute._redact import register_model_secrets
+from selfroute._settings import adapter_settings
 
 __all__ = [
     "DOCUMENT_KEY",
@@ -73,28 +74,8 @@ VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 
 #: The settings handed to :class:`selfroute.RouteConfig` as they are (same names); ``k``,
 #: ``prompts``/``sentinel``, ``long_context_window`` and ``long_context_model`` are resolved first.
-ROUTE_CONFIG_SETTINGS = (
-    "strict",
-    "answer_tokens",
-    "overflow",
-    "chunk_words",
-    "on_rag_error",
-    "on_retrieval_error",
-    "counterfactual",
-    "prices",
-    "budget",
-    "token_counter",
-    "max_question_tokens",
-    "retrieval_timeout_s",
-    "deadline_s",
-    "verdict",
-    "k_ladder",
-    "pre_route",
-    "grounded",
-    "speculate_below",
-    "stream_hold_chars",
-    "decline_detector",
-)
+#: Derived from the fields' declarations (:func:`selfroute._settings.adapter_settings`).
+ROUTE_CONFIG_SETTINGS = adapter_settings(RouteConfig)
 
 
 class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):

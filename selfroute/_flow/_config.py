@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from selfroute._budget import LongContextBudget
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
@@ -14,11 +15,70 @@ from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
 from selfroute._question import validate_question
+from selfroute._settings import (
+    CliOption,
+    setting,
+)
+from selfroute._settings import (
+    parse_bool as _bool,
+)
+from selfroute._settings import (
+    parse_finite as _finite,
+)
+from selfroute._settings import (
+    parse_ladder as _ladder,
+)
+from selfroute._settings import (
+    parse_non_negative_int as _non_negative_int,
+)
+from selfroute._settings import (
+    parse_positive_float as _positive_float,
+)
+from selfroute._settings import (
+    parse_positive_int as _positive_int,
+)
+from selfroute._settings import (
+    parse_regex as _regex,
+)
+from selfroute._settings import (
+    parse_text as _text,
+)
 from selfroute._structured import VerdictMode
 from selfroute._tokens import TokenCounter, default_token_counter
-from selfroute._verdict import DeclineDetector, check_detector, strip_reasoning
+from selfroute._verdict import DeclineDetector, DeclinePattern, check_detector, strip_reasoning
 
 __all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
+
+_QUERY = ("ask", "chat")
+_VERDICT = ("ask", "chat", "verdicts")
+
+
+def _prices_from_cli(values: Mapping[str, Any]) -> PriceTable | None:
+    if not values["prices"]:
+        return None
+    from selfroute.eval._prices import parse_prices
+
+    return parse_prices(values["prices"])
+
+
+def _budget_from_cli(values: Mapping[str, Any]) -> LongContextBudget | None:
+    calls, tokens = values["max_lc_calls"], values["max_lc_tokens"]
+    if calls is None and tokens is None:
+        return None
+    return LongContextBudget(max_calls=calls, max_tokens=tokens)
+
+
+def _pre_route_from_cli(values: Mapping[str, Any]) -> PreRoute | None:
+    if not values["pre_route"] and values["min_top_score"] is None:
+        return None
+    return PreRoute(
+        global_questions=bool(values["pre_route"]), min_top_score=values["min_top_score"]
+    )
+
+
+def _detector_from_cli(values: Mapping[str, Any]) -> DeclineDetector | None:
+    pattern = values["decline_pattern"]
+    return DeclinePattern(pattern) if pattern else None
 
 
 class OnError(str, Enum):
@@ -100,30 +160,64 @@ class RouteConfig:
             rules alone.
     """
 
-    k: int = 5
-    prompts: Prompts = field(default_factory=Prompts)
-    strict: bool = False
-    long_context_window: int | None = None
-    answer_tokens: int = 1024
-    overflow: OverflowStrategy | str = OverflowStrategy.FILL
-    chunk_words: int = DEFAULT_CHUNK_WORDS
-    on_rag_error: OnError | str = OnError.LONG_CONTEXT
-    on_retrieval_error: OnError | str = OnError.LONG_CONTEXT
-    counterfactual: bool = True
-    prices: PriceTable | None = None
-    long_context_model: str | None = None
-    budget: LongContextBudget | None = None
-    token_counter: TokenCounter | None = None
-    max_question_tokens: int | None = None
-    retrieval_timeout_s: float | None = None
-    deadline_s: float | None = None
-    verdict: VerdictMode | str = VerdictMode.SENTINEL
-    k_ladder: tuple[int, ...] = ()
-    pre_route: PreRoute | None = None
-    grounded: bool = False
-    speculate_below: float | None = None
-    stream_hold_chars: int = 0
-    decline_detector: DeclineDetector | None = None
+    # fmt: off
+    k: int = setting(5, help="chunks retrieved for the RAG step", adapter=False, cli=(
+        CliOption("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N", aliases=("-k",)),
+    ))
+    prompts: Prompts = setting(default_factory=Prompts, help="prompt templates and the sentinel", adapter=False)
+    strict: bool = setting(False, help="only the sentinel counts as a decline", cli=(
+        CliOption("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _VERDICT, boolean=True),
+    ))
+    long_context_window: int | None = setting(None, help="the LC model's context window in tokens (None: the document unfitted)", adapter=False, cli=(
+        CliOption("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
+    ))
+    answer_tokens: int = setting(1024, help="tokens reserved in the window for the answer")
+    overflow: OverflowStrategy | str = setting(OverflowStrategy.FILL, help="what to do when the document does not fit", cli=(
+        CliOption("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
+    ))
+    chunk_words: int = setting(DEFAULT_CHUNK_WORDS, help="chunk size used when fitting with fill")
+    on_rag_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
+    on_retrieval_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
+    counterfactual: bool = setting(True, help="price always-LC on RAG-routed calls")
+    prices: PriceTable | None = setting(None, help="price table for money", from_cli=_prices_from_cli, cli=(
+        CliOption("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
+    ))
+    long_context_model: str | None = setting(None, help="model name used to price the counterfactual", adapter=False)
+    budget: LongContextBudget | None = setting(None, help="caps on long-context calls and tokens", from_cli=_budget_from_cli, cli=(
+        CliOption("max_lc_calls", "--max-lc-calls", _non_negative_int, None, "at most this many long-context calls in this run (one ask, all questions of ask --batch, one chat session); a question past it keeps its RAG answer or abstains (over_budget)", _QUERY, metavar="N", default_doc="no limit"),
+        CliOption("max_lc_tokens", "--max-lc-tokens", _non_negative_int, None, "at most this many long-context input tokens in this run; a long-context call that would pass it is not made (over_budget)", _QUERY, metavar="TOKENS", default_doc="no limit"),
+    ))
+    token_counter: TokenCounter | None = setting(None, help="counter for pre-call token counts")
+    max_question_tokens: int | None = setting(None, help="reject questions longer than this many tokens", cli=(
+        CliOption("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
+    ))
+    retrieval_timeout_s: float | None = setting(None, help="seconds per store call", cli=(
+        CliOption("retrieval_timeout", "--retrieval-timeout", _positive_float, 30.0, "seconds per store call (retrieval, loading the documents); a store that does not answer is a store error", _QUERY, metavar="S"),
+    ))
+    deadline_s: float | None = setting(None, help="the whole call's time limit in seconds", cli=(
+        CliOption("deadline", "--deadline", _positive_float, None, "seconds for the whole question, across every step (retrieval, both model calls, streaming); past it the question fails", _QUERY, metavar="S", default_doc="none"),
+    ))
+    verdict: VerdictMode | str = setting(VerdictMode.SENTINEL, help="how the RAG step declines", cli=(
+        CliOption("verdict", "--verdict", _text, "sentinel", "how the RAG step declines: the sentinel word, a structured {answerable, answer} object, or structured when the model supports it", _QUERY, choices=("sentinel", "structured", "auto")),
+    ))
+    k_ladder: tuple[int, ...] = setting((), help="larger retrievals to try before long context", from_cli=lambda values: tuple(values["k_ladder"] or ()), cli=(
+        CliOption("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
+    ))
+    pre_route: PreRoute | None = setting(None, help="skip the RAG step for predictably futile questions", from_cli=_pre_route_from_cli, cli=(
+        CliOption("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions", boolean=True),
+        CliOption("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),
+    ))
+    grounded: bool = setting(False, help="quote and check the supporting sentences", from_cli=lambda values: bool(values["grounded"]), cli=(
+        CliOption("grounded", "--grounded", _bool, False, "answers quote their supporting sentences, checked against the text: an unverified RAG answer escalates, an unverified long-context answer is withheld", _QUERY, boolean=True),
+    ))
+    speculate_below: float | None = setting(None, help="start the long-context call alongside the RAG step under this top score", cli=(
+        CliOption("speculate_below", "--speculate-below", _finite, None, "start the long-context call alongside the RAG call when the best retrieved chunk scores under this (saves the RAG latency on questions that escalate; a cancelled call's tokens are reported as wasted)", _QUERY, metavar="X", default_doc="off"),
+    ))
+    stream_hold_chars: int = setting(0, help="streaming: hold the RAG answer this many characters")
+    decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
+        CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
+    ))
+    # fmt: on
 
     def __post_init__(self) -> None:
         check_detector(self.decline_detector)

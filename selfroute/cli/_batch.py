@@ -144,6 +144,22 @@ def _line(outcome: BatchOutcome) -> str:
     return f"[{outcome.id}] {format_answer(r)}  ({r.route.value}: {r.reason.value})"
 
 
+def _budget_summary(outcomes: list[BatchOutcome]) -> None:
+    """One stderr line when the long-context budget refused some questions' long-context call."""
+    from selfroute.cli._output import budget_hint
+
+    refused = [
+        (o.id, hint) for o in outcomes if o.result is not None and (hint := budget_hint(o.result))
+    ]
+    if refused:
+        ids = ", ".join(i for i, _ in refused[:5]) + (", ..." if len(refused) > 5 else "")
+        print(
+            f"[batch] {len(refused)} of {len(outcomes)} questions over the long-context budget "
+            f"({ids}): {refused[-1][1]}",
+            file=sys.stderr,
+        )
+
+
 def run_ask_batch(args: argparse.Namespace, session: Any, out: TextIO | None = None) -> int:
     """Run (or resume) the batch job of ``args.batch`` with the session's Self-Route.
 
@@ -172,6 +188,7 @@ def run_ask_batch(args: argparse.Namespace, session: Any, out: TextIO | None = N
             results_of(outcomes), prices, long_context_model=route.config.long_context_model
         )
         out.write("\n" + report.to_markdown() + "\n")
+    _budget_summary(outcomes)
     failed = sum(1 for o in outcomes if not o.ok)
     if failed:
         print(f"[batch] {failed} of {len(outcomes)} questions failed", file=sys.stderr)

@@ -20,11 +20,10 @@ from typing import Any, TextIO
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
-from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._question import validate_question
 from selfroute._result import RouteResult, RouteStats, Stage
-from selfroute._verdict import DeclinePattern
+from selfroute._settings import config_options
 from selfroute.cli._clients import build_client
 from selfroute.cli._config import Settings, load_toml, resolve
 from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
@@ -32,6 +31,7 @@ from selfroute.cli._output import (
     NOT_FOUND,
     RETRACTED,
     Progress,
+    budget_hint,
     format_answer,
     format_citations,
     format_index_report,
@@ -47,7 +47,6 @@ from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
 
 __all__ = [
-    "policies",
     "run_ask",
     "run_chat",
     "run_index",
@@ -205,44 +204,14 @@ class _Session:
 
 
 def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
-    kwargs: dict[str, Any] = {
-        "k": settings.k,
-        "strict": settings.strict,
-        "overflow": settings.overflow,
-        "long_context_window": settings.lc_window if settings.lc_window is not None else "auto",
-        "retrieval_timeout_s": settings.retrieval_timeout,
-        "deadline_s": settings.deadline,
-        "max_question_tokens": settings.max_question_tokens,
-    }
-    currency = "USD"
-    if settings.prices:
-        from selfroute.eval._prices import parse_prices
-
-        table = parse_prices(settings.prices)
-        kwargs["prices"] = table
-        currency = table.currency
-    return kwargs, currency
-
-
-def policies(settings: Settings) -> dict[str, Any]:
-    """The Self-Route policy options of ``settings`` as :class:`~selfroute.RouteConfig` fields:
-    ``k_ladder``, ``pre_route``, ``verdict``, ``grounded``, ``speculate_below`` and
-    ``decline_detector`` (from ``--decline-pattern``)."""
-    pre_route = None
-    if settings.pre_route or settings.min_top_score is not None:
-        pre_route = PreRoute(
-            global_questions=bool(settings.pre_route), min_top_score=settings.min_top_score
-        )
-    return {
-        "k_ladder": tuple(settings.k_ladder or ()),
-        "pre_route": pre_route,
-        "verdict": settings.verdict,
-        "grounded": bool(settings.grounded),
-        "speculate_below": settings.speculate_below,
-        "decline_detector": (
-            DeclinePattern(settings.decline_pattern) if settings.decline_pattern else None
-        ),
-    }
+    """The :class:`~selfroute.RouteConfig` keyword arguments of ``settings`` (derived from the
+    fields' declarations, :func:`selfroute._settings.config_options`) and the currency;
+    ``long_context_window`` is ``"auto"`` when ``--lc-window`` is not set."""
+    kwargs = config_options(RouteConfig, settings.to_dict())
+    if kwargs.get("long_context_window") is None:
+        kwargs["long_context_window"] = "auto"
+    prices = kwargs.get("prices")
+    return kwargs, prices.currency if prices is not None else "USD"
 
 
 def _lc_spec(settings: Settings, rag: ModelSpec) -> ModelSpec:
@@ -329,7 +298,6 @@ def _session(settings: Settings, doc: str | None) -> _Session:
     window = kwargs.pop("long_context_window")
     config = RouteConfig(
         **kwargs,
-        **policies(settings),
         long_context_window=lc.window if window == "auto" else window,
         long_context_model=lc.name,
     )
@@ -361,9 +329,8 @@ def _langchain_batch_session(settings: Settings, doc: str | None) -> _Session:
     llm = build_chat_model(rag_spec, flag="--model", **common)
     lc_llm = None if lc_spec == rag_spec else build_chat_model(lc_spec, flag="--lc-model", **common)
     kwargs, currency = _route_kwargs(settings)
-    options = policies(settings)
-    replace(RouteConfig(k=settings.k), **options)  # a bad k_ladder fails before any work
-    kwargs.update(options)  # the adapter takes every policy under the RouteConfig name
+    # a bad k_ladder fails before any work
+    RouteConfig(**{**kwargs, "long_context_window": None})
     if lc_llm is not None:
         kwargs["long_context_llm"] = lc_llm
     if doc is not None:
@@ -397,6 +364,9 @@ def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:
     data["retrieval"] = session.retrieval
     if session.prices is not None:
         data["unpriced_models"] = unpriced_models(result, session.prices)
+    hint = budget_hint(result)
+    if hint:
+        data["budget_hint"] = hint
     return data
 
 
@@ -407,6 +377,9 @@ def _report(result: RouteResult, session: _Session, args: argparse.Namespace) ->
     if citations:
         parts.append(citations)
     parts.append(format_result(result, currency=session.currency, prices=session.prices))
+    hint = budget_hint(result)
+    if hint:
+        parts.append(f"budget      {hint}")
     if args.show_sources:
         parts.append(format_sources(result.sources))
     return "\n".join(parts)

@@ -11,12 +11,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from selfroute._errors import ConfigurationError
+from selfroute._flow._config import RouteConfig
+from selfroute._settings import (
+    ENV_PREFIX,
+    CliOption,
+    cli_options,
+)
+from selfroute._settings import (
+    parse_bool as _bool,
+)
+from selfroute._settings import (
+    parse_non_negative_float as _non_negative_float,
+)
+from selfroute._settings import (
+    parse_non_negative_int as _non_negative_int,
+)
+from selfroute._settings import (
+    parse_positive_float as _positive_float,
+)
+from selfroute._settings import (
+    parse_positive_int as _positive_int,
+)
+from selfroute._settings import (
+    parse_text as _text,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,142 +61,20 @@ __all__ = [
 
 #: Name of the optional configuration file looked up in the working directory.
 CONFIG_FILE = "selfroute.toml"
-#: Prefix of the environment variables.
-ENV_PREFIX = "SELFROUTE_"
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def _bool(text: Any) -> bool:
-    if isinstance(text, bool):
-        return text
-    value = str(text).strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"expected true or false, got {text!r}")
-
-
-def _number(
-    cast: Callable[[Any], float], what: str, rejects: Callable[[float], bool]
-) -> Callable[[Any], Any]:
-    """A parser: ``cast(text)`` unless ``text`` is a bool or ``rejects`` the value."""
-
-    def parse(text: Any) -> Any:
-        if isinstance(text, bool):
-            raise ValueError(f"expected {what}, got {text!r}")
-        value = cast(text)
-        if rejects(value):
-            raise ValueError(f"expected {what}, got {text!r}")
-        return value
-
-    return parse
-
-
-_positive_int = _number(int, "a positive integer", lambda v: v < 1)
-_positive_float = _number(float, "a positive number", lambda v: v <= 0)
-_non_negative_float = _number(float, "a number >= 0", lambda v: v < 0)
-_non_negative_int = _number(int, "an integer >= 0", lambda v: v < 0)
-
-
-def _text(text: Any) -> str:
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"expected a non-empty string, got {text!r}")
-    return text.strip()
-
-
-def _regex(text: Any) -> str:
-    """A regular expression for :class:`selfroute.DeclinePattern` (checked here, used there)."""
-    from selfroute._verdict import DeclinePattern
-
-    pattern = _text(text)
-    try:
-        DeclinePattern(pattern)
-    except ConfigurationError as exc:
-        raise ValueError(str(exc)) from None
-    return pattern
-
-
-def _finite(text: Any) -> float:
-    if isinstance(text, bool):
-        raise ValueError(f"expected a number, got {text!r}")
-    value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ValueError(f"expected a finite number, got {text!r}")
-    return value
-
-
-def _ladder(value: Any) -> tuple[int, ...]:
-    """``20``, ``"10,20"`` or ``[10, 20]`` -> ``(10, 20)``; ``""``/``[]`` -> ``()`` (off)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected integers like 10,20, got {value!r}")
-    if isinstance(value, int):
-        parts: list[Any] = [value]
-    elif isinstance(value, str):
-        parts = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, (list, tuple)):
-        parts = list(value)
-    else:
-        raise ValueError(f"expected integers like 10,20, got {value!r}")
-    rungs = []
-    for part in parts:
-        if isinstance(part, (bool, float)):
-            raise ValueError(f"expected integers like 10,20, got {value!r}")
-        try:
-            rung = int(part)
-        except (TypeError, ValueError):
-            raise ValueError(f"expected integers like 10,20, got {value!r}") from None
-        if rung < 1:
-            raise ValueError(f"expected positive integers, got {value!r}")
-        rungs.append(rung)
-    return tuple(rungs)
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One configurable setting.
-
-    Attributes:
-        name: Key in ``selfroute.toml`` and attribute name.
-        flag: Command-line flag.
-        parse: Converts a flag, environment or TOML value.
-        default: Value when nothing sets it.
-        help: One-line description (also the docs table).
-        commands: The subcommands that take it.
-        choices: Allowed values, if a closed set.
-        metavar: Placeholder in ``--help``.
-        default_doc: How the default reads in the docs (when not ``default`` itself).
-        toml_key: Where it lives in ``selfroute.toml`` when not at the top level under
-            ``name`` (``pre_route.min_top_score``: the ``min_top_score`` key of ``[pre_route]``).
-    """
-
-    name: str
-    flag: str
-    parse: Callable[[Any], Any]
-    default: Any
-    help: str
-    commands: tuple[str, ...]
-    choices: tuple[str, ...] | None = None
-    metavar: str | None = None
-    default_doc: str | None = None
-    toml_key: str | None = None
-
-    @property
-    def env(self) -> str:
-        """The environment variable (``SELFROUTE_<NAME>``)."""
-        return ENV_PREFIX + self.name.upper()
-
-    @property
-    def key(self) -> str:
-        """The key in ``selfroute.toml`` (dotted for a key inside a table)."""
-        return self.toml_key or self.name
+#: One configurable setting (name, flag, parse, default, help, commands, choices, metavar,
+#: default_doc, toml_key, boolean, aliases; ``env`` and ``key`` derived). The route settings are
+#: declared on :class:`selfroute.RouteConfig`'s fields (see :mod:`selfroute._settings`).
+Setting = CliOption
 
 
 _STORE = ("index", "ask", "chat", "stats", "migrate", "unlock")
 _QUERY = ("ask", "chat")
 _VERDICT = ("ask", "chat", "verdicts")
+
+#: The route settings, declared on :class:`selfroute.RouteConfig`'s fields (see
+#: :mod:`selfroute._settings`); the ones not placed in :data:`SETTINGS` come last.
+_ROUTE = {s.name: s for s in cli_options(RouteConfig)}
 
 #: Every setting of the command line.
 SETTINGS: tuple[Setting, ...] = (
@@ -183,11 +84,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat"), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
     Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat"), metavar="URL", default_doc="OpenAI"),
     Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
-    Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",)),
+    Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",), boolean=True),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
     Setting("progress", "--progress", _text, "auto", "progress on stderr: auto (only on a terminal), always, never", ("index", "stats", "migrate"), choices=("auto", "always", "never")),
     Setting("retrieval", "--retrieval", _text, "hybrid", "hybrid (dense + BM25 fused by RRF), dense or bm25", _QUERY, choices=("hybrid", "dense", "bm25")),
-    Setting("k", "--k", _positive_int, 5, "chunks retrieved for the RAG step", _QUERY, metavar="N"),
+    _ROUTE["k"],
     Setting("model", "--model", _text, "openai:gpt-4o-mini", "RAG-step model: openai:NAME, google:NAME, or NAME with --base-url", _QUERY, metavar="SPEC"),
     Setting("lc_model", "--lc-model", _text, None, "long-context model (same forms as --model)", _QUERY, metavar="SPEC", default_doc="`--model`"),
     Setting("base_url", "--base-url", _text, None, "OpenAI-compatible server for --model (vLLM, Ollama, llama.cpp server); no key needed", _QUERY, metavar="URL", default_doc="the provider's API"),
@@ -195,28 +96,30 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("temperature", "--temperature", _non_negative_float, 0.0, "sampling temperature of both models", _QUERY, metavar="T"),
     Setting("timeout", "--timeout", _positive_float, 120.0, "seconds per model call", _QUERY, metavar="S"),
     Setting("max_retries", "--max-retries", _non_negative_int, 2, "retries of a failed model call", _QUERY, metavar="N"),
-    Setting("retrieval_timeout", "--retrieval-timeout", _positive_float, 30.0, "seconds per store call (retrieval, loading the documents); a store that does not answer is a store error", _QUERY, metavar="S"),
-    Setting("deadline", "--deadline", _positive_float, None, "seconds for the whole question, across every step (retrieval, both model calls, streaming); past it the question fails", _QUERY, metavar="S", default_doc="none"),
-    Setting("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
-    Setting("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
-    Setting("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
-    Setting("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _VERDICT),
-    Setting("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
-    Setting("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
-    Setting("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions"),
-    Setting("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),
+    _ROUTE["retrieval_timeout"],
+    _ROUTE["deadline"],
+    _ROUTE["max_question_tokens"],
+    _ROUTE["max_lc_calls"],
+    _ROUTE["max_lc_tokens"],
+    _ROUTE["lc_window"],
+    _ROUTE["overflow"],
+    _ROUTE["strict"],
+    _ROUTE["decline_pattern"],
+    _ROUTE["k_ladder"],
+    _ROUTE["pre_route"],
+    _ROUTE["min_top_score"],
     Setting("score_scale", "--score-scale", _text, None, "the score scale --min-top-score was fitted on (written by `selfroute calibrate`); a threshold from another retriever's scale is refused", _QUERY, choices=("bm25", "bm25s", "rrf", "cosine"), default_doc="not recorded", toml_key="pre_route.score_scale"),
-    Setting("speculate_below", "--speculate-below", _finite, None, "start the long-context call alongside the RAG call when the best retrieved chunk scores under this (saves the RAG latency on questions that escalate; a cancelled call's tokens are reported as wasted)", _QUERY, metavar="X", default_doc="off"),
-    Setting("verdict", "--verdict", _text, "sentinel", "how the RAG step declines: the sentinel word, a structured {answerable, answer} object, or structured when the model supports it", _QUERY, choices=("sentinel", "structured", "auto")),
-    Setting("grounded", "--grounded", _bool, False, "answers quote their supporting sentences, checked against the text: an unverified RAG answer escalates, an unverified long-context answer is withheld", _QUERY),
-    Setting("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
+    _ROUTE["speculate_below"],
+    _ROUTE["verdict"],
+    _ROUTE["grounded"],
+    _ROUTE["prices"],
 )  # fmt: skip
+SETTINGS += tuple(s for s in _ROUTE.values() if s not in SETTINGS)
 
 _BY_NAME = {s.name: s for s in SETTINGS}
 _BY_KEY = {s.key: s for s in SETTINGS}
 #: Tables of ``selfroute.toml`` whose keys are settings.
 TABLES = frozenset(k.split(".", 1)[0] for k in _BY_KEY if "." in k)
-_BOOL_FLAGS = {"follow_symlinks", "strict", "pre_route", "grounded"}
 
 
 def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
@@ -226,7 +129,7 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
         if command not in s.commands:
             continue
         text = f"{s.help} (env {s.env}; default: {s.default_doc or s.default})"
-        if s.name in _BOOL_FLAGS:
+        if s.boolean:
             group.add_argument(
                 s.flag,
                 dest=s.name,
@@ -240,7 +143,7 @@ def add_settings(parser: argparse.ArgumentParser, command: str) -> None:
             kwargs["choices"] = s.choices
         if s.metavar:
             kwargs["metavar"] = s.metavar
-        names = [s.flag, "-k"] if s.name == "k" else [s.flag]
+        names = [s.flag, *s.aliases]
         group.add_argument(*names, **kwargs)
 
 

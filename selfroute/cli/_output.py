@@ -26,6 +26,7 @@ __all__ = [
     "NOT_FOUND",
     "RETRACTED",
     "Progress",
+    "budget_hint",
     "format_answer",
     "format_citations",
     "format_index_report",
@@ -36,6 +37,28 @@ __all__ = [
     "printable",
     "short_path",
 ]
+
+#: Which ``--max-lc-*`` setting a long-context budget refusal names (by the budget's reason text).
+_BUDGET_LIMITS = (("long-context calls already made", "max_lc_calls"), ("tokens", "max_lc_tokens"))
+
+
+def budget_hint(result: RouteResult) -> str | None:
+    """What the long-context budget refused, which limit and how to raise it; ``None`` when the
+    budget did not bite."""
+    if result.reason is not Reason.OVER_BUDGET and result.abstention is not Abstention.OVER_BUDGET:
+        return None
+    from selfroute._flow._config import RouteConfig
+    from selfroute._settings import cli_options
+
+    error = str(result.error or "the long-context budget is spent")
+    name = next((n for text, n in _BUDGET_LIMITS if text in error), "max_lc_calls")
+    option = next(o for o in cli_options(RouteConfig) if o.name == name)
+    return (
+        f"the long-context call was not made: {error.removeprefix('long-context budget: ')}. "
+        f"The limit is {option.flag}; raise it (or {option.env}, or {option.key} in "
+        "selfroute.toml) to allow more long-context calls in one run"
+    )
+
 
 _REASONS = {
     Reason.ANSWERED: "answered from the retrieved chunks",

@@ -62,6 +62,8 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "retrieval_timeout": "5",
         "deadline": "60",
         "max_question_tokens": "64",
+        "max_lc_calls": "3",
+        "max_lc_tokens": "50000",
         "lc_window": "128000",
         "overflow": "truncate_middle",
         "strict": "true",

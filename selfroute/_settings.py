@@ -1,0 +1,286 @@
+"""Each route setting declared once: metadata on the :class:`~selfroute.RouteConfig` field.
+
+A :class:`~selfroute.RouteConfig` field is declared with :func:`setting`, which stores a
+:class:`SettingMeta` in the dataclass field's metadata (under :data:`META_KEY`): its help text,
+whether the adapters take it under the field's own name, and the command-line settings
+(:class:`CliOption`: flag, parser, default, help, subcommands, ``selfroute.toml`` key; the
+environment variable is ``SELFROUTE_<NAME>``) that set it. Everything else is derived:
+
+* :func:`adapter_settings` -- the keyword arguments the LangChain and LlamaIndex adapters pass to
+  :class:`~selfroute.RouteConfig` as they are (``langchain_selfroute``'s ``ROUTE_CONFIG_SETTINGS``);
+* :func:`cli_options` -- the route settings of the command line (``selfroute.cli._config.SETTINGS``
+  takes them: flags, ``SELFROUTE_*`` variables, ``selfroute.toml`` keys, the docs' settings table);
+* :func:`config_options` -- the :class:`~selfroute.RouteConfig` keyword arguments of resolved
+  command-line values (``ask``, ``ask --batch``, ``chat``).
+
+Adding a route setting is one change: declare the field in ``selfroute/_flow/_config.py`` with
+``setting(default, help=..., cli=CliOption(...))`` (``cli=()`` keeps it off the command line, as
+for objects such as ``token_counter``) and validate it in ``RouteConfig.__post_init__``. The
+LangChain adapter's pydantic field is the one thing declared by hand (pydantic needs it in the
+class body); ``tests/unit/selfroute/test_settings.py`` fails until it exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from selfroute._errors import ConfigurationError
+
+__all__ = [
+    "ENV_PREFIX",
+    "META_KEY",
+    "CliOption",
+    "SettingMeta",
+    "adapter_settings",
+    "cli_options",
+    "config_options",
+    "parse_bool",
+    "parse_finite",
+    "parse_ladder",
+    "parse_non_negative_float",
+    "parse_non_negative_int",
+    "parse_number",
+    "parse_positive_float",
+    "parse_positive_int",
+    "parse_regex",
+    "parse_text",
+    "setting",
+    "setting_meta",
+]
+
+#: Prefix of the command line's environment variables.
+ENV_PREFIX = "SELFROUTE_"
+#: Key of a :class:`SettingMeta` in a dataclass field's metadata.
+META_KEY = "selfroute"
+
+_MISSING: Any = dataclasses.MISSING
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """A command-line setting that sets (part of) one :class:`~selfroute.RouteConfig` field.
+
+    Attributes:
+        name: Its name on the command line: attribute, ``selfroute.toml`` key and
+            ``SELFROUTE_<NAME>``.
+        flag: The flag (``--k``).
+        parse: Converts a flag, environment or TOML value (raises ``ValueError`` when bad).
+        default: Its value when nothing sets it (the command line's default, which may differ
+            from the library's).
+        help: One line for ``--help`` and the docs table.
+        commands: The subcommands that take it.
+        choices: Allowed values, if a closed set.
+        metavar: Placeholder in ``--help``.
+        default_doc: How the default reads in the docs (when not ``default`` itself).
+        toml_key: Dotted key when not a top-level key of ``selfroute.toml``.
+        boolean: A ``--flag/--no-flag`` switch.
+        aliases: Extra flags (``-k``).
+    """
+
+    name: str
+    flag: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    commands: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    default_doc: str | None = None
+    toml_key: str | None = None
+    boolean: bool = False
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The environment variable (``SELFROUTE_<NAME>``)."""
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def key(self) -> str:
+        """The key in ``selfroute.toml`` (dotted for a key inside a table)."""
+        return self.toml_key or self.name
+
+
+@dataclass(frozen=True)
+class SettingMeta:
+    """What a :class:`~selfroute.RouteConfig` field declares besides its type and default.
+
+    Attributes:
+        help: One line on what it does (the full story is ``RouteConfig``'s docstring).
+        adapter: The adapters take it as a keyword argument under the field's name and pass it
+            on unchanged (``False`` for the ones they resolve first: ``k``, ``prompts``,
+            ``long_context_window``, ``long_context_model``).
+        cli: The command-line settings that set it (empty: not on the command line).
+        from_cli: Builds the field's value from the resolved command-line values (by
+            :attr:`CliOption.name`); default: the value of the one :class:`CliOption`.
+    """
+
+    help: str
+    adapter: bool = True
+    cli: tuple[CliOption, ...] = ()
+    from_cli: Callable[[Mapping[str, Any]], Any] | None = None
+
+
+def setting(
+    default: Any = _MISSING,
+    *,
+    default_factory: Any = _MISSING,
+    help: str,
+    adapter: bool = True,
+    cli: CliOption | tuple[CliOption, ...] = (),
+    from_cli: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> Any:
+    """A :class:`~selfroute.RouteConfig` field with its :class:`SettingMeta`."""
+    options = (cli,) if isinstance(cli, CliOption) else tuple(cli)
+    if from_cli is None and len(options) > 1:
+        raise TypeError("a setting with several command-line options needs from_cli")
+    meta = SettingMeta(help=help, adapter=adapter, cli=options, from_cli=from_cli)
+    if default_factory is not _MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata={META_KEY: meta})
+    return dataclasses.field(default=default, metadata={META_KEY: meta})
+
+
+def setting_meta(field: dataclasses.Field[Any]) -> SettingMeta | None:
+    """The :class:`SettingMeta` of a dataclass field (``None`` if it has none)."""
+    meta = field.metadata.get(META_KEY)
+    return meta if isinstance(meta, SettingMeta) else None
+
+
+def _fields(config_class: type) -> list[tuple[dataclasses.Field[Any], SettingMeta]]:
+    out = []
+    for f in dataclasses.fields(config_class):
+        meta = setting_meta(f)
+        if meta is None:
+            raise TypeError(f"{config_class.__name__}.{f.name} is not declared with setting()")
+        out.append((f, meta))
+    return out
+
+
+def adapter_settings(config_class: type) -> tuple[str, ...]:
+    """The fields the adapters pass to ``config_class`` (``RouteConfig``) unchanged."""
+    return tuple(f.name for f, meta in _fields(config_class) if meta.adapter)
+
+
+def cli_options(config_class: type) -> tuple[CliOption, ...]:
+    """Every command-line setting of ``config_class``'s fields, in field order."""
+    return tuple(option for _, meta in _fields(config_class) for option in meta.cli)
+
+
+def config_options(config_class: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``config_class`` (``RouteConfig``) keyword arguments that resolved command-line
+    settings give.
+
+    Args:
+        config_class: ``RouteConfig`` (or a class declared the same way).
+        values: Resolved command-line values by :attr:`CliOption.name` (a subcommand's
+            settings); a field is set when every one of its options is among them.
+    """
+    out: dict[str, Any] = {}
+    for f, meta in _fields(config_class):
+        options = list(meta.cli)
+        if not options or any(o.name not in values for o in options):
+            continue
+        if meta.from_cli is not None:
+            out[f.name] = meta.from_cli(values)
+        else:
+            out[f.name] = _same(values[options[0].name])
+    return out
+
+
+# Parsers of command-line, environment and TOML values (raise ValueError when bad) ------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_bool(text: Any) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def parse_number(
+    cast: Callable[[Any], float], what: str, rejects: Callable[[float], bool]
+) -> Callable[[Any], Any]:
+    """A parser: ``cast(text)`` unless ``text`` is a bool or ``rejects`` the value."""
+
+    def parse(text: Any) -> Any:
+        if isinstance(text, bool):
+            raise ValueError(f"expected {what}, got {text!r}")
+        value = cast(text)
+        if rejects(value):
+            raise ValueError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+parse_positive_int = parse_number(int, "a positive integer", lambda v: v < 1)
+parse_positive_float = parse_number(float, "a positive number", lambda v: v <= 0)
+parse_non_negative_float = parse_number(float, "a number >= 0", lambda v: v < 0)
+parse_non_negative_int = parse_number(int, "an integer >= 0", lambda v: v < 0)
+
+
+def parse_text(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected a non-empty string, got {text!r}")
+    return text.strip()
+
+
+def parse_regex(text: Any) -> str:
+    """A regular expression for :class:`selfroute.DeclinePattern` (checked here, used there)."""
+    from selfroute._verdict import DeclinePattern
+
+    pattern = parse_text(text)
+    try:
+        DeclinePattern(pattern)
+    except ConfigurationError as exc:
+        raise ValueError(str(exc)) from None
+    return pattern
+
+
+def parse_finite(text: Any) -> float:
+    if isinstance(text, bool):
+        raise ValueError(f"expected a number, got {text!r}")
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def parse_ladder(value: Any) -> tuple[int, ...]:
+    """``20``, ``"10,20"`` or ``[10, 20]`` -> ``(10, 20)``; ``""``/``[]`` -> ``()`` (off)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected integers like 10,20, got {value!r}")
+    if isinstance(value, int):
+        parts: list[Any] = [value]
+    elif isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        raise ValueError(f"expected integers like 10,20, got {value!r}")
+    rungs = []
+    for part in parts:
+        if isinstance(part, (bool, float)):
+            raise ValueError(f"expected integers like 10,20, got {value!r}")
+        try:
+            rung = int(part)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected integers like 10,20, got {value!r}") from None
+        if rung < 1:
+            raise ValueError(f"expected positive integers, got {value!r}")
+        rungs.append(rung)
+    return tuple(rungs)
