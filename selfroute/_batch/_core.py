@@ -41,7 +41,7 @@ from selfroute._errors import (
 from selfroute._flow import Generate, LoadLongContext, Retrieve, Settle, Speculate, Step
 from selfroute._pricing import PriceTable
 from selfroute._redact import redact
-from selfroute._result import RouteResult
+from selfroute._result import Reason, Route, RouteResult
 
 __all__ = [
     "BatchEvent",
@@ -126,7 +126,7 @@ class BatchEvent:
 
     Attributes:
         kind: ``resumed``, ``recovered``, ``submitting``, ``submitted``, ``polled``,
-            ``collected``, ``retrying``, ``finished`` or ``cancelled``.
+            ``collected``, ``retrying``, ``note``, ``finished`` or ``cancelled``.
         phase: The phase (1: the RAG prompts; 2: the long-context prompts of the questions that
             declined, or the next k-ladder rung; ...).
         batch_id: The provider's batch id, when there is one.
@@ -245,6 +245,8 @@ class _Live:
         self.sig = ""  # the pending step's signature
         self.count = 0  # Generate steps answered so far
         self.outcome: BatchOutcome | None = None
+        self.finished: dict[str, Any] | None = None  # its summary when the job file has one
+        self.drifted = False  # a replayed prompt differs from the one its answer was for
 
     @property
     def key(self) -> str:
@@ -304,6 +306,28 @@ def _summary(outcome: BatchOutcome) -> dict[str, Any]:
             input_tokens=result.usage.input_tokens,
         )
     return out
+
+
+def outcome_from_summary(item: BatchItem, summary: dict[str, Any]) -> BatchOutcome:
+    """A finished item's outcome from its job-file summary alone (when its replay cannot be
+    answered from the file): the answer, route, reason and cost as recorded, no sources."""
+    error = summary.get("error")
+    try:
+        route, reason = Route(summary.get("route")), Reason(summary.get("reason"))
+    except ValueError:
+        return BatchOutcome(item.id, item.question, error=str(error or "no result recorded"))
+    cost = summary.get("cost")
+    result = RouteResult(
+        question=item.question,
+        answer=summary.get("answer") if isinstance(summary.get("answer"), str) else None,
+        route=route,
+        reason=reason,
+        cost=float(cost) if isinstance(cost, (int, float)) else None,
+        context={"from_job_file": True},
+    )
+    if error:
+        return BatchOutcome(item.id, item.question, error=str(error), partial=result)
+    return BatchOutcome(item.id, item.question, result=result)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -459,16 +483,41 @@ class JobCore:
                 store.batches.remove(batch)
         store.save()
         for item in self.items:
-            self.live[item.id] = _Live(item, self.flow(item))
+            lv = self.live[item.id] = _Live(item, self.flow(item))
+            summary = store.results.get(item.id)
+            lv.finished = summary if isinstance(summary, dict) else None
         self.recovered = True
+        for lv in self.live.values():  # finished questions end now, from the job file alone
+            if lv.finished is not None:
+                yield from self._run_on(lv)
+        drifted = sum(lv.drifted for lv in self.live.values())
+        if drifted:
+            self.emit(
+                "note",
+                phase=int(store.data["phase"]),
+                message=f"note: {drifted} finished question(s) retrieved other passages than "
+                "when they were answered (the documents changed?); their recorded answers are "
+                "shown, without sources -- delete the job file to ask them again",
+            )
 
     def _run_on(self, lv: _Live) -> Generator[Op, Any, None]:
-        """Run one flow until it waits on an unanswered ``Generate`` step or ends."""
+        """Run one flow until it waits on an unanswered ``Generate`` step or ends.
+
+        A question the job file records as finished never waits: each of its model calls is
+        answered from the file; a replay whose prompt differs from the recorded one (the
+        documents changed since) or that asks for a call the file does not hold ends with the
+        recorded summary (answer, route, reason, cost; no sources).
+        """
         send: Any = None
         error: BaseException | None = None
         while True:
             if lv.pending is not None:
                 answer = self.store.answers.get(lv.key)
+                if lv.finished is not None and (answer is None or answer.get("sig") != lv.sig):
+                    lv.drifted = True
+                    lv.outcome = outcome_from_summary(lv.item, lv.finished)
+                    lv.flow.close()
+                    return
                 if answer is None or answer.get("sig") != lv.sig:
                     return  # not answered yet (or answered for another prompt): submit it
                 if "error" in answer:
@@ -483,11 +532,15 @@ class JobCore:
                 step = lv.flow.throw(error) if error is not None else lv.flow.send(send)
             except StopIteration as stop:
                 lv.outcome = outcome_of(lv.item, self.prices, result=stop.value)
-                self.store.results[lv.item.id] = _summary(lv.outcome)
+                self._record(lv)
                 return
             except Exception as exc:
+                if lv.finished is not None and not lv.finished.get("error"):
+                    lv.drifted = True  # it answered before: a replay that fails keeps that
+                    lv.outcome = outcome_from_summary(lv.item, lv.finished)
+                    return
                 lv.outcome = outcome_of(lv.item, self.prices, exc=exc)
-                self.store.results[lv.item.id] = _summary(lv.outcome)
+                self._record(lv)
                 return
             send, error = None, None
             if isinstance(step, Generate):
@@ -505,6 +558,13 @@ class JobCore:
                     error = exc
             else:  # pragma: no cover - defensive
                 error = SelfRouteError(f"unknown step {step!r}")
+
+    def _record(self, lv: _Live) -> None:
+        """Keep a finished item's summary (the first one recorded stays: a replay that drifted
+        does not rewrite what was answered)."""
+        assert lv.outcome is not None
+        if lv.finished is None:
+            self.store.results[lv.item.id] = _summary(lv.outcome)
 
     def _submit(self, waiting: Sequence[_Live]) -> Generator[Op, Any, None]:
         """Submit the waiting steps as this phase's batch (one per model when the provider

@@ -32,6 +32,7 @@ from selfroute._batch._core import (
     RunStep,
     Submit,
 )
+from selfroute._batch._settings import job_settings
 from selfroute._batch._store import JobStore
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import Retrieve, RouteConfig, self_route_flow
@@ -125,6 +126,15 @@ class BatchJob:
         max_attempts: Batches a request may be lost in (expired, failed) before it counts as a
             failed model call (which the flow escalates as it would online).
         on_event: Called with each :class:`BatchEvent` (progress display).
+        settings: What else the answers depend on (the command line gives its retrieval
+            settings), recorded in the job file beside the flow's settings and the backend's
+            models and options: a rerun whose settings differ raises a
+            :class:`~selfroute.ConfigurationError` naming them, before anything is sent.
+
+    Raises:
+        ConfigurationError: The job file is damaged, belongs to other questions, other
+            settings or another provider, or another run of the job holds it (each run locks
+            the job file until its :meth:`results` return or :meth:`close`).
     """
 
     def __init__(
@@ -141,6 +151,7 @@ class BatchJob:
         max_poll_interval_s: float | None = None,
         max_attempts: int = 3,
         on_event: Callable[[BatchEvent], None] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.items = as_items(inputs)
         name = _backend_name(backend)
@@ -159,7 +170,9 @@ class BatchJob:
         if max_poll_interval_s is None:
             max_poll_interval_s = self.poll_interval_s * 10
         self.max_poll_interval_s = max(float(max_poll_interval_s), self.poll_interval_s)
-        store = JobStore(job_file, name, [(it.id, it.question) for it in self.items])
+        wanted = job_settings(cfg, backend, settings)
+        store = JobStore(job_file, name, [(it.id, it.question) for it in self.items], wanted)
+        notes = (*notes, *store.notes)
         self._core = JobCore(
             store,
             self.items,
@@ -257,11 +270,13 @@ class BatchJob:
     def status(self) -> JobStatus:
         """Advance the job once (poll, collect, run flows on, submit the next phase) and say
         where it stands. Never sleeps."""
+        self._core.store.acquire()
         status: JobStatus = self._run(self._core.advance())
         return status
 
     async def astatus(self) -> JobStatus:
         """Async :meth:`status`."""
+        self._core.store.acquire()
         status: JobStatus = await self._arun(self._core.advance())
         return status
 
@@ -305,24 +320,41 @@ class BatchJob:
     def results(self) -> list[BatchOutcome]:
         """Wait for the job and return one :class:`BatchOutcome` per input, in input order."""
         self.wait()
+        self.close()
         return self._core.outcomes()
 
     async def aresults(self) -> list[BatchOutcome]:
         """Async :meth:`results`."""
         await self.wait_async()
+        self.close()
         return self._core.outcomes()
 
     def cancel(self) -> None:
         """Cancel the open batches; unfinished questions end with an error."""
+        self._core.store.acquire()
         if not self._core.recovered:
             self._run(self._core.recover())
         self._run(self._core.cancel())
+        self.close()
 
     async def acancel(self) -> None:
         """Async :meth:`cancel`."""
+        self._core.store.acquire()
         if not self._core.recovered:
             await self._arun(self._core.recover())
         await self._arun(self._core.cancel())
+        self.close()
+
+    def close(self) -> None:
+        """Release the job file's lock (another run may then take the job); the next
+        :meth:`status` takes it again."""
+        self._core.store.release()
+
+    def __enter__(self) -> BatchJob:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def notes(self) -> Sequence[str]:

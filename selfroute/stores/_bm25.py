@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._errors import MissingDependencyError
+from selfroute.stores._ties import chunk_order, more_ties
 
 __all__ = ["BM25Index", "TokenRows", "fingerprint"]
 
@@ -250,7 +251,9 @@ class BM25Index:
         return BM25Index(all_ids, model, self._tokenizer, fingerprint, (all_flat, all_offsets))
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The top ``k`` chunk ids with a positive BM25 score, best first."""
+        """The top ``k`` chunk ids with a positive BM25 score, best first; equal scores in
+        :func:`~selfroute.stores._ties.chunk_order`, whichever of them the cut keeps (it widens
+        past a run of equal scores at the ``k``-th)."""
         if self._model is None or not self.ids or k < 1:
             return []
         token_ids = self._tokenizer.tokenize(
@@ -259,16 +262,25 @@ class BM25Index:
         unknown = self._tokenizer.word_to_id.get("", None)
         if not [t for t in token_ids if t != unknown]:
             return []
-        rows, scores = self._model.retrieve(
-            [token_ids], k=min(k, len(self.ids)), show_progress=False, n_threads=1
-        )
-        hits = [
-            (self.ids[int(row)], float(score))
-            for row, score in zip(rows[0], scores[0], strict=False)
-            if float(score) > 0.0
-        ]
-        hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits
+        total = len(self.ids)
+        asked = min(k + max(k, 8), total)
+        while True:
+            rows, scores = self._model.retrieve(
+                [token_ids], k=asked, show_progress=False, n_threads=1
+            )
+            got = [float(score) for score in scores[0]]
+            hits = [
+                (self.ids[int(row)], score)
+                for row, score in zip(rows[0], got, strict=False)
+                if score > 0.0
+            ]
+            hits.sort(key=lambda h: (-h[1], chunk_order(h[0])))
+            worst = min(got) if got else 0.0
+            if asked >= total or worst <= 0.0:
+                return hits[:k]
+            if not more_ties([s for _, s in hits], k, len(got), asked, worst):
+                return hits[:k]
+            asked = min(asked * 2, total)
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, base: str | os.PathLike[str]) -> Path:

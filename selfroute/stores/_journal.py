@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from selfroute._locks import release, try_lock
 from selfroute.stores._errors import StoreError
 
 __all__ = ["Journal", "writer_lock"]
@@ -67,22 +68,14 @@ def writer_lock(path: Path, collection: str) -> Iterator[None]:
     Raises:
         StoreError: Another process holds it.
     """
-    path.mkdir(parents=True, exist_ok=True)
     lock_path = path / f".index-{collection}.lock"
-    with open(lock_path, "a+") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock
-            yield
-            return
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise StoreError(
-                f"another `selfroute index` is writing collection {collection!r} "
-                f"in {path}; wait for it to finish"
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    handle = try_lock(lock_path)
+    if handle is None:
+        raise StoreError(
+            f"another `selfroute index` is writing collection {collection!r} "
+            f"in {path}; wait for it to finish"
+        )
+    try:
+        yield
+    finally:
+        release(handle)

@@ -30,6 +30,7 @@ from selfroute.stores._rows import (
     pack_record,
     unpack_record,
 )
+from selfroute.stores._ties import TIE_CAP, chunk_order, more_ties
 
 __all__ = [
     "PAGE",
@@ -268,7 +269,10 @@ class StoreReader:
     def dense_search(self, query: str, n: int, committed: set[str] | None = None) -> list[Passage]:
         """The ``n`` nearest chunks to ``query`` (of committed documents), best first.
 
-        ``score`` is the cosine similarity.
+        ``score`` is the cosine similarity; chunks of equal score come in
+        :func:`~selfroute.stores._ties.chunk_order` (Chroma's own order of equal distances
+        differs between processes), and when equal scores straddle the cut the query widens
+        until it sees the end of them, so the same question gets the same chunks everywhere.
         """
         chunks, _ = self._conn.open()
         if n < 1:
@@ -277,34 +281,42 @@ class StoreReader:
         vector = embed_query(conn.embedding_function(), conn.embedding, query)
         extra = 0 if committed is None else max(10, n)
         include = ["metadatas", "documents", "distances"]
-        try:
-            result = chunks.query(query_embeddings=[vector], n_results=n + extra, include=include)
-        except Exception:  # Chroma versions that refuse more results than records
-            total = chunks.count()
-            if total == 0:
-                return []
-            result = chunks.query(
-                query_embeddings=[vector], n_results=min(total, n + extra), include=include
-            )
-        out: list[Passage] = []
-        ids = (result.get("ids") or [[]])[0]
-        texts = (result.get("documents") or [[None] * len(ids)])[0]
-        metas = (result.get("metadatas") or [[]])[0]
-        dists = (result.get("distances") or [[]])[0]
-        for chunk_id, row_text, row_meta, dist in zip(ids, texts, metas, dists, strict=False):
-            text, meta = chunk_row(row_text, row_meta)
-            if committed is not None and meta.get("doc_id") not in committed:
-                continue  # a chunk of an interrupted, uncommitted write
-            meta["chunk_id"] = chunk_id
-            out.append(
-                Passage(
-                    text=text,
-                    doc_id=meta.get("doc_id"),
-                    score=1.0 - float(dist),
-                    metadata=meta,
-                    source=chunk_id,
+        asked = n + extra + max(n, 8)  # a few past the cut: ties there are seen, not guessed
+        total: int | None = None
+        while True:
+            try:
+                result = chunks.query(query_embeddings=[vector], n_results=asked, include=include)
+            except Exception:  # Chroma versions that refuse more results than records
+                total = chunks.count() if total is None else total
+                if total == 0:
+                    return []
+                if asked <= total:
+                    raise
+                asked = total
+                continue
+            ids = (result.get("ids") or [[]])[0]
+            texts = (result.get("documents") or [[None] * len(ids)])[0]
+            metas = (result.get("metadatas") or [[]])[0]
+            dists = (result.get("distances") or [[]])[0]
+            out: list[Passage] = []
+            for chunk_id, row_text, row_meta, dist in zip(ids, texts, metas, dists, strict=False):
+                text, meta = chunk_row(row_text, row_meta)
+                if committed is not None and meta.get("doc_id") not in committed:
+                    continue  # a chunk of an interrupted, uncommitted write
+                meta["chunk_id"] = chunk_id
+                out.append(
+                    Passage(
+                        text=text,
+                        doc_id=meta.get("doc_id"),
+                        score=1.0 - float(dist),
+                        metadata=meta,
+                        source=chunk_id,
+                    )
                 )
-            )
-            if len(out) >= n:
-                break
-        return out
+            out.sort(key=lambda p: (-float(p.score or 0.0), chunk_order(str(p.source))))
+            worst = 1.0 - float(max(dists)) if dists else 0.0
+            scores = [float(p.score or 0.0) for p in out]
+            exhausted = total is not None and asked >= total
+            if exhausted or not more_ties(scores, n, len(ids), asked, worst):
+                return out[:n]
+            asked = min(asked * 2, TIE_CAP)

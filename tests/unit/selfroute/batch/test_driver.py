@@ -191,7 +191,7 @@ def test_speculation_is_off_with_a_note_and_a_speculating_flow_fails_clearly() -
     assert "speculative long context" in (outcomes[0].error or "")
 
 
-def test_rerun_answers_from_the_job_file_and_resubmits_changed_prompts(tmp_path: Path) -> None:
+def test_rerun_answers_from_the_job_file_and_refuses_changed_prompts(tmp_path: Path) -> None:
     path = tmp_path / "job.json"
     be = backend()
     first = BatchJob(
@@ -216,15 +216,16 @@ def test_rerun_answers_from_the_job_file_and_resubmits_changed_prompts(tmp_path:
         plain(o.result) for o in first if o.result
     ]
     prompts = sr.Prompts(rag=sr.DEFAULT_RAG_PROMPT.replace("Keep the answer short.", "Be brief."))
-    BatchJob(
-        QUESTIONS,
-        handler=handler(),
-        backend=be,
-        config=RouteConfig(k=2, prompts=prompts),
-        job_file=path,
-        poll_interval_s=0,
-    ).results()
-    assert len(be.submitted) > 2  # changed prompts are asked again, not answered from the file
+    with pytest.raises(sr.ConfigurationError, match=r"other settings.*prompts .*Nothing was sent"):
+        BatchJob(
+            QUESTIONS,
+            handler=handler(),
+            backend=be,
+            config=RouteConfig(k=2, prompts=prompts),
+            job_file=path,
+            poll_interval_s=0,
+        )
+    assert len(be.submitted) == 2  # changed prompts refuse: the old prompts' answers are not served
 
 
 def test_job_file_guards(tmp_path: Path) -> None:
@@ -233,7 +234,8 @@ def test_job_file_guards(tmp_path: Path) -> None:
         QUESTIONS[:2], handler=handler(), backend=backend(), job_file=path, poll_interval_s=0
     ).results()
     assert json.loads(path.read_text())["format"] == "selfroute-batch-job"
-    assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # no temporary file left
+    # no temporary file left; the lock file (a process id) stays, as the store's index lock does
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.json", "job.json.lock"]
     with pytest.raises(ConfigurationError, match="other questions"):
         BatchJob(QUESTIONS[:3], handler=handler(), backend=backend(), job_file=path)
     with pytest.raises(ConfigurationError, match="'local' batch provider"):
