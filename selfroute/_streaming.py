@@ -27,8 +27,8 @@ __all__ = ["SentinelSniffer"]
 _TRAILING_MARKUP = "*_`"
 _LABELS = ("answer:", "final answer:", "short answer:", "response:", "a:")
 _LEADING_LABEL = re.compile(
-    r"^\s*(?:\*\*|__)?\s*(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:\*\*|__)?\s*[:：]"
-    r"\s*(?:\*\*|__)?\s*",
+    r"^\s*(?:(?:\*\*|__)\s*)?(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:(?:\*\*|__)\s*)?[:：]"
+    r"\s*(?:(?:\*\*|__)\s*)?",
     re.IGNORECASE,
 )
 

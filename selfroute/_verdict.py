@@ -98,8 +98,8 @@ class Verdict:
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning|reflection)>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning|reflection)>", re.IGNORECASE)
 _LABEL = re.compile(
-    r"^\s*(?:\*\*|__)?\s*(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:\*\*|__)?\s*[:：]"
-    r"\s*(?:\*\*|__)?\s*",
+    r"^\s*(?:(?:\*\*|__)\s*)?(?:final\s+answer|short\s+answer|answer|response|a)\s*(?:(?:\*\*|__)\s*)?[:：]"
+    r"\s*(?:(?:\*\*|__)\s*)?",
     re.IGNORECASE,
 )
 # The look-ahead names the first character of every alternative: the scan skips other text fast.

@@ -1,0 +1,34 @@
+"""Parsing model output stays linear on adversarial replies (white space after an answer label)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from selfroute._streaming import SentinelSniffer
+from selfroute._verdict import parse_verdict
+
+
+def _best(fn, text: str, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _sniff(text: str) -> None:
+    sniffer = SentinelSniffer()
+    sniffer.feed(text)
+
+
+@pytest.mark.parametrize("label", ["A", "Answer", "Final answer", "**Answer**", "** A"])
+@pytest.mark.parametrize("entry", [parse_verdict, _sniff], ids=["parse_verdict", "sniffer"])
+def test_label_then_white_space_is_linear(label, entry) -> None:
+    small = label + " " * 10_000 + "Paris is the capital."
+    large = label + " " * 100_000 + "Paris is the capital."
+    ratio = _best(entry, large) / max(_best(entry, small), 1e-5)
+    # Linear growth is ~10x, quadratic ~100x: 25 separates them on a loaded machine.
+    assert ratio < 25, ratio
