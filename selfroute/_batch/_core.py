@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -334,6 +334,40 @@ def _error_text(exc: BaseException) -> str:
     return redact(f"{type(exc).__name__}: {exc}")
 
 
+def end_unfinished(live: Iterable[_Live]) -> None:
+    """End every unfinished item of a cancelled job with an error."""
+    for lv in live:
+        if lv.outcome is None:
+            lv.outcome = BatchOutcome(
+                lv.item.id, lv.item.question, error="BatchCancelled: the job was cancelled"
+            )
+
+
+def job_status(
+    store: JobStore, live: Iterable[_Live], total: int, notes: tuple[str, ...]
+) -> JobStatus:
+    """The :class:`JobStatus` of a job: its ended items counted, its open batches listed."""
+    done = failed = 0
+    for lv in live:
+        if lv.outcome is not None:
+            done += lv.outcome.ok
+            failed += not lv.outcome.ok
+    open_ = tuple(
+        (str(b.get("id") or b["token"]), int(b["phase"]), str(b["state"]), len(b["keys"]))
+        for b in store.open_batches()
+    )
+    return JobStatus(
+        total=total,
+        done=done,
+        failed=failed,
+        waiting=len(store.open_keys()),
+        phase=int(store.data["phase"]),
+        batches=open_,
+        cancelled=bool(store.data.get("cancelled")),
+        notes=notes,
+    )
+
+
 class JobCore:
     """The batch driver's state and its one operation, :meth:`advance`.
 
@@ -395,26 +429,8 @@ class JobCore:
         return [lv.outcome for lv in self.live.values() if lv.outcome is not None]
 
     def status(self) -> JobStatus:
-        done = failed = 0
-        for lv in self.live.values():
-            if lv.outcome is not None:
-                done += lv.outcome.ok
-                failed += not lv.outcome.ok
-        open_ = tuple(
-            (str(b.get("id") or b["token"]), int(b["phase"]), str(b["state"]), len(b["keys"]))
-            for b in self.store.open_batches()
-        )
-        waiting = len(self.store.open_keys())
-        return JobStatus(
-            total=len(self.items),
-            done=done,
-            failed=failed,
-            waiting=waiting,
-            phase=int(self.store.data["phase"]),
-            batches=open_,
-            cancelled=bool(self.store.data.get("cancelled")),
-            notes=self.notes,
-        )
+        """Where the job stands: counts of the items, the open batches, the phase."""
+        return job_status(self.store, self.live.values(), len(self.items), self.notes)
 
     # -- the driver --------------------------------------------------------------------------
     def advance(self) -> Generator[Op, Any, JobStatus]:
@@ -423,7 +439,7 @@ class JobCore:
         if not self.recovered:
             yield from self.recover()
         if self.store.data.get("cancelled"):
-            self._end_unfinished()
+            end_unfinished(self.live.values())
             return self.status()
         for batch in list(self.store.open_batches()):
             poll: BatchPoll = yield Poll(batch["id"])
@@ -638,20 +654,12 @@ class JobCore:
                 message=f"{retry} requests of batch {batch['id']} go into the next batch",
             )
 
-    def _end_unfinished(self) -> None:
-        """End every unfinished item of a cancelled job with an error."""
-        for lv in self.live.values():
-            if lv.outcome is None:
-                lv.outcome = BatchOutcome(
-                    lv.item.id, lv.item.question, error="BatchCancelled: the job was cancelled"
-                )
-
     def cancel(self) -> Generator[Op, Any, None]:
         """Cancel the open batches and stop the job."""
         for batch in self.store.open_batches():
             if batch.get("id"):
                 yield Cancel(batch["id"])
         self.store.data["cancelled"] = True
-        self._end_unfinished()
+        end_unfinished(self.live.values())
         self.store.save()
         self.emit("cancelled", phase=int(self.store.data["phase"]), message="job cancelled")

@@ -306,3 +306,53 @@ def test_a_phase_over_the_provider_limit_goes_out_as_several_batches() -> None:
     assert [plain(o.result) for o in outcomes if o.result] == expected
     sizes = [len(be.batches[b]["requests"]) for b in be.submitted]
     assert sizes[:3] == [5, 5, 2] and max(sizes) <= 5
+
+
+def test_a_second_run_of_one_job_file_refuses_while_the_first_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    be = backend()
+    first = BatchJob(
+        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        poll_interval_s=0,
+    )
+    with pytest.raises(sr.ConfigurationError, match=r"in use by another run.*nothing"):
+        BatchJob(
+            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            poll_interval_s=0,
+        ).results()
+    assert be.submitted == []  # the refused run sent nothing
+    assert all(o.ok for o in first.results())
+    again = BatchJob(
+        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        poll_interval_s=0,
+    )
+    assert all(o.ok for o in again.results())  # released once the first run collected
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda text: text[: len(text) // 2], "job.json"),
+        (lambda text: "[1, 2]", "job.json"),
+        (lambda text: text.replace('"answers"', '"answerz"', 1), "answers"),
+        (lambda text: b"\xff\xfe".decode("latin-1") + text, "job.json"),
+    ],
+    ids=["truncated", "not-an-object", "key-missing", "garbage-prefix"],
+)
+def test_a_damaged_job_file_is_refused_naming_it_and_sends_nothing(
+    tmp_path: Path, edit: Any, says: str
+) -> None:
+    path = tmp_path / "job.json"
+    BatchJob(
+        QUESTIONS, handler=handler(), backend=backend(), config=RouteConfig(k=2), job_file=path,
+        poll_interval_s=0,
+    ).results()
+    path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+    be = backend()
+    with pytest.raises(sr.ConfigurationError, match=says) as caught:
+        BatchJob(
+            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            poll_interval_s=0,
+        ).results()
+    assert str(path) in str(caught.value) or path.name in str(caught.value)
+    assert be.submitted == []
