@@ -57,7 +57,7 @@ def _workload(n: int) -> tuple[list[str], sr.FunctionHandler, sr.LocalBatchBacke
 def _online(questions: list[str], handler: sr.FunctionHandler, cfg: sr.RouteConfig) -> float:
     t0 = time.perf_counter()
     for q in questions:
-        sr.run_flow(sr.self_route_flow(q, cfg), handler)
+        sr.flow.run_flow(sr.flow.self_route_flow(q, cfg), handler)
     return time.perf_counter() - t0
 
 

@@ -73,11 +73,11 @@ class OracleHandler:
         self.answers = list(answers)
         self.lc_saw_answer: bool | None = None
 
-    def retrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    def retrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         self.passages = self.search(step.question, step.k)
         return self.passages
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         if step.stage is sr.Stage.RAG:
             hit = bool(self.answers) and any(
                 contains_answer(p.text, self.answers) for p in self.passages
@@ -91,10 +91,10 @@ class OracleHandler:
             self.answers[0] if self.lc_saw_answer else "unanswerable", model="oracle"
         )
 
-    def stream(self, step: sr.Generate) -> Any:  # pragma: no cover - not streamed here
-        yield sr.GenerationChunk(self.generate(step).text)
+    def stream(self, step: sr.flow.Generate) -> Any:  # pragma: no cover - not streamed here
+        yield sr.flow.GenerationChunk(self.generate(step).text)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> Sequence[str]:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> Sequence[str]:
         return [self.document]
 
 
@@ -124,7 +124,7 @@ def _route(
     question: dict[str, Any], search: Search, document: str, config: sr.RouteConfig
 ) -> tuple[sr.RouteResult, OracleHandler]:
     handler = OracleHandler(search, document, question["answers"])
-    return sr.run_flow(sr.self_route_flow(question["question"], config), handler), handler
+    return sr.flow.run_flow(sr.flow.self_route_flow(question["question"], config), handler), handler
 
 
 def _evaluate(

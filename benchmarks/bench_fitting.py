@@ -104,19 +104,19 @@ class _DecliningHandler:
         self.document = document
         self.lc_prompt = ""
 
-    def retrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    def retrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         return self.index.search(step.question, step.k)
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         if step.stage is sr.Stage.LONG_CONTEXT:
             self.lc_prompt = step.prompt
             return sr.Generation("(long-context answer)", model="lc")
         return sr.Generation("unanswerable", model="rag")
 
-    def stream(self, step: sr.Generate) -> Any:  # pragma: no cover - not streamed here
-        yield sr.GenerationChunk(self.generate(step).text)
+    def stream(self, step: sr.flow.Generate) -> Any:  # pragma: no cover - not streamed here
+        yield sr.flow.GenerationChunk(self.generate(step).text)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> Sequence[str]:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> Sequence[str]:
         return [self.document]
 
 
@@ -177,7 +177,7 @@ def run(ctx: BenchContext) -> BenchResult:
         total[kind] = total.get(kind, 0) + 1
         for name, config in strategies.items():
             handler = _DecliningHandler(index, document)
-            sr.run_flow(sr.self_route_flow(q["question"], config), handler)
+            sr.flow.run_flow(sr.flow.self_route_flow(q["question"], config), handler)
             kept = evidence.sentence in _squash(handler.lc_prompt)
             survived[kind, name] = survived.get((kind, name), 0) + kept
     n = sum(total.values())

@@ -3,8 +3,8 @@
 For every output of the labelled fixtures (``tests/fixtures/refusals/*.jsonl``; with ``--shared``
 also the raw LongBench Qasper and InfiniteBench predictions of ``../shared/data/refusals/``), the
 text is cut into tokens the way a BPE tokenizer cuts English (a word with its leading space, a
-run of digits, a run of punctuation) and fed to :class:`selfroute.SentinelSniffer` one token at a
-time, as the flow's drivers feed a stream. :func:`selfroute.parse_verdict` on the whole output
+run of digits, a run of punctuation) and fed to :class:`selfroute.flow.SentinelSniffer` one
+token at a time, as the flow's drivers feed a stream. :func:`selfroute.parse_verdict` on the whole output
 (with the question when the row has one) decides the route, as the flow does. Reported, for each
 ``hold_chars`` setting:
 
@@ -64,7 +64,7 @@ class ReplayStats:
 def _first_release(text: str, **kw: object) -> int | None:
     """Characters of ``text`` received when the sniffer first released text (``None``: never
     before the stream ended)."""
-    sniffer = sr.SentinelSniffer(**kw)  # type: ignore[arg-type]
+    sniffer = sr.flow.SentinelSniffer(**kw)  # type: ignore[arg-type]
     received = 0
     for token in tokens(text):
         received += len(token)

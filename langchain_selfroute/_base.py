@@ -21,7 +21,8 @@ from langchain_selfroute._handlers import LangChainHandler
 from langchain_selfroute._input import SelfRouteInput, SelfRouteInputDict, join_inputs
 from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
 from langchain_selfroute._stream import EventChunker
-from selfroute import ConfigurationError, RouteResult, Step, adrive, arun_flow, drive, run_flow
+from selfroute import ConfigurationError, RouteResult
+from selfroute.flow import Step, adrive, arun_flow, drive, run_flow
 
 __all__ = ["RouteRunnable"]
 

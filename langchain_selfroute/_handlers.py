@@ -31,23 +31,25 @@ from langchain_core.vectorstores import VectorStoreRetriever
 from selfroute import (
     ConfigurationError,
     ContextDocument,
-    Generate,
     Generation,
-    GenerationChunk,
     InvalidInputError,
     LexicalIndex,
-    LoadLongContext,
     Passage,
-    Retrieve,
     Stage,
-    StructuredRequest,
     Usage,
     chunk_text,
     document_id,
+)
+from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
+from selfroute.flow import (
+    Generate,
+    GenerationChunk,
+    LoadLongContext,
+    Retrieve,
+    StructuredRequest,
     load_structured,
     structured_unsupported,
 )
-from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
     "TAG_LONG_CONTEXT",

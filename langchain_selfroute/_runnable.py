@@ -52,12 +52,11 @@ from selfroute import (
     RouteConfig,
     RouteResult,
     Stage,
-    Step,
     VerdictMode,
-    self_route_flow,
 )
 from selfroute._redact import register_model_secrets
 from selfroute._settings import adapter_settings
+from selfroute.flow import Step, self_route_flow
 
 __all__ = [
     "DOCUMENT_KEY",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
-from selfroute import FlowEvent, ResultEvent, Route, RouteEvent, TokenEvent
+from selfroute import Route
+from selfroute.flow import FlowEvent, ResultEvent, RouteEvent, TokenEvent
 
 __all__ = ["EventChunker"]
 

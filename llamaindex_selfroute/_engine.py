@@ -1,7 +1,7 @@
 """``SelfRouteQueryEngine``: Self-Route as a LlamaIndex query engine.
 
-The engine only wires LlamaIndex objects to the core: :func:`selfroute.self_route_flow` decides,
-:class:`~llamaindex_selfroute.LlamaIndexHandler` translates each step into a LlamaIndex call.
+The engine only wires LlamaIndex objects to the core: :func:`selfroute.flow.self_route_flow`
+decides, :class:`~llamaindex_selfroute.LlamaIndexHandler` translates each step into a LlamaIndex call.
 ``query`` runs the sync driver, ``aquery`` the async one (nothing blocking on the event loop), and
 ``streaming=True`` streams through the drivers' sentinel sniffing.
 """
@@ -53,11 +53,9 @@ from llamaindex_selfroute._response import (
     stream_text,
 )
 from llamaindex_selfroute._structured import structured_support
-from selfroute import (
-    ConfigurationError,
-    Prompts,
-    RouteConfig,
-    VerdictMode,
+from selfroute import ConfigurationError, Prompts, RouteConfig, VerdictMode
+from selfroute._redact import register_model_secrets
+from selfroute.flow import (
     adrive,
     arun_flow,
     drive,
@@ -66,7 +64,6 @@ from selfroute import (
     structured_unsupported,
     validate_question,
 )
-from selfroute._redact import register_model_secrets
 
 __all__ = [
     "ABSTENTION_MESSAGES",

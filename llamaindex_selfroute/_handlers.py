@@ -37,16 +37,15 @@ from llamaindex_selfroute._usage import (
     model_from_response,
     usage_from_response,
 )
-from selfroute import (
+from selfroute import Generation, Stage
+from selfroute._faults import classified
+from selfroute.flow import (
     Generate,
-    Generation,
     GenerationChunk,
-    Stage,
     StructuredRequest,
     load_structured,
     structured_unsupported,
 )
-from selfroute._faults import classified
 
 __all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
 

@@ -18,15 +18,8 @@ from llama_index.core.schema import NodeWithScore
 from llama_index_instrumentation import get_dispatcher
 
 from llamaindex_selfroute._events import SelfRouteResultEvent, SelfRouteRouteEvent
-from selfroute import (
-    Abstention,
-    FlowEvent,
-    ResultEvent,
-    RouteEvent,
-    RouteResult,
-    SelfRouteError,
-    TokenEvent,
-)
+from selfroute import Abstention, RouteResult, SelfRouteError
+from selfroute.flow import FlowEvent, ResultEvent, RouteEvent, TokenEvent
 
 __all__ = [
     "ABSTENTION_MESSAGES",

@@ -10,7 +10,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 
 from llamaindex_selfroute._parents import LongContextSource
-from selfroute import ContextDocument, LoadLongContext, Passage, Retrieve, SelfRouteError
+from selfroute import ContextDocument, Passage, SelfRouteError
+from selfroute.flow import LoadLongContext, Retrieve
 
 __all__ = ["RetrievalSteps", "node_to_passage"]
 

@@ -1,8 +1,8 @@
 """Structured verdicts through LlamaIndex tool calling.
 
 With ``verdict="structured"`` (or ``"auto"``) the core offers the RAG step in a structured form: a
-prompt and the JSON schema of an ``{answerable, answer}`` object (:class:`selfroute.StructuredRequest`).
-A LlamaIndex ``FunctionCallingLLM`` whose metadata says ``is_function_calling_model`` gets it as one
+prompt and the JSON schema of an ``{answerable, answer}`` object
+(:class:`selfroute.flow.StructuredRequest`). A LlamaIndex ``FunctionCallingLLM`` whose metadata says ``is_function_calling_model`` gets it as one
 required tool built from that schema; the tool call's arguments are the object. Other LLMs cannot
 (the core then falls back to the sentinel, or raises for ``verdict="structured"``).
 """

@@ -5,10 +5,16 @@ declines, answer again with the whole document in a long-context model. This pac
 prompts, the verdict parser, the routing flow (written once, run by a sync and an async driver),
 chunking, context fitting, the token/cost ledger and errors. It imports no framework: the LangChain
 and LlamaIndex adapters live in ``langchain_selfroute`` and ``llamaindex_selfroute``.
+
+This namespace holds what an application uses: the call, its configuration, the result and its
+enums, verdict parsing, errors, prices, the batch job. The step protocol, for whoever writes their
+own driver or adapter, is :mod:`selfroute.flow` (imported with this package). ``docs/api.md``
+lists both.
 """
 
 from __future__ import annotations
 
+from selfroute import flow as flow
 from selfroute._batch import (
     AsyncBatchBackend,
     BatchBackend,
@@ -49,40 +55,8 @@ from selfroute._errors import (
 )
 from selfroute._extractive import ExtractiveReader
 from selfroute._fitting import ContextDocument, FittedContext, OverflowStrategy, fit_context
-from selfroute._flow import (
-    AsyncStepHandler,
-    FlowEvent,
-    Generate,
-    Generation,
-    GenerationChunk,
-    LoadLongContext,
-    OnError,
-    ResultEvent,
-    Retrieve,
-    RouteConfig,
-    RouteEvent,
-    Settle,
-    Speculate,
-    Step,
-    StepHandler,
-    StructuredRequest,
-    TokenEvent,
-    adrive,
-    arun_flow,
-    clean_answer,
-    drive,
-    run_flow,
-    self_route_flow,
-    validate_question,
-)
-from selfroute._grounding import (
-    Citation,
-    Grounding,
-    GroundingSource,
-    check_grounding,
-    locate_quote,
-    split_quotes,
-)
+from selfroute._flow import Generation, OnError, RouteConfig
+from selfroute._grounding import Citation, Grounding, GroundingSource, check_grounding
 from selfroute._preroute import DEFAULT_GLOBAL_PATTERNS, PreRoute, is_global_question
 from selfroute._pricing import PriceTable
 from selfroute._prompts import (
@@ -105,24 +79,10 @@ from selfroute._result import (
     StepRecord,
 )
 from selfroute._simple import FunctionHandler, LexicalIndex, aself_route, self_route
-from selfroute._streaming import SentinelSniffer
-from selfroute._structured import (
-    VerdictMode,
-    load_structured,
-    parse_structured_verdict,
-    structured_unsupported,
-    verdict_schema,
-)
+from selfroute._structured import VerdictMode, parse_structured_verdict, verdict_schema
 from selfroute._tokens import HeuristicCounter, TiktokenCounter, TokenCounter, default_token_counter
 from selfroute._usage import Usage
-from selfroute._verdict import (
-    DeclineDetector,
-    DeclinePattern,
-    Verdict,
-    VerdictKind,
-    could_start_decline,
-    parse_verdict,
-)
+from selfroute._verdict import DeclineDetector, DeclinePattern, Verdict, VerdictKind, parse_verdict
 
 __version__ = "0.1.0"
 
@@ -136,7 +96,6 @@ __all__ = [
     "GROUNDING_PREFIX",
     "Abstention",
     "AsyncBatchBackend",
-    "AsyncStepHandler",
     "BatchBackend",
     "BatchCostReport",
     "BatchEvent",
@@ -157,12 +116,9 @@ __all__ = [
     "DeclinePattern",
     "ExtractiveReader",
     "FittedContext",
-    "FlowEvent",
     "FunctionHandler",
     "GeminiBatchBackend",
-    "Generate",
     "Generation",
-    "GenerationChunk",
     "Grounding",
     "GroundingSource",
     "HashingEmbedding",
@@ -170,7 +126,6 @@ __all__ = [
     "InvalidInputError",
     "JobStatus",
     "LexicalIndex",
-    "LoadLongContext",
     "LocalBatchBackend",
     "LongContextBudget",
     "LongContextError",
@@ -186,57 +141,35 @@ __all__ = [
     "Prompts",
     "Reason",
     "RedactingFilter",
-    "ResultEvent",
     "RetrievalError",
-    "Retrieve",
     "Route",
     "RouteConfig",
-    "RouteEvent",
     "RouteResult",
     "RouteStats",
     "SelfRouteError",
-    "SentinelSniffer",
-    "Settle",
-    "Speculate",
     "Stage",
-    "Step",
-    "StepHandler",
     "StepRecord",
-    "StructuredRequest",
     "TiktokenCounter",
     "TokenCounter",
-    "TokenEvent",
     "Usage",
     "Verdict",
     "VerdictKind",
     "VerdictMode",
     "__version__",
-    "adrive",
-    "arun_flow",
     "aself_route",
     "batch_cost_report",
     "check_grounding",
     "chroma_embedding_function",
     "chunk_text",
-    "clean_answer",
-    "could_start_decline",
     "default_token_counter",
     "document_id",
-    "drive",
     "fit_context",
     "is_global_question",
-    "load_structured",
-    "locate_quote",
     "parse_structured_verdict",
     "parse_verdict",
     "rebuild_document",
     "redact",
     "register_secret",
-    "run_flow",
     "self_route",
-    "self_route_flow",
-    "split_quotes",
-    "structured_unsupported",
-    "validate_question",
     "verdict_schema",
 ]

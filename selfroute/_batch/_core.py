@@ -1,7 +1,7 @@
 """The batch driver: many Self-Route flows advanced in phases, one provider batch per phase.
 
-The third driver over :func:`~selfroute.self_route_flow` (after :func:`~selfroute.drive` and
-:func:`~selfroute.adrive`). Like them it sends each step to a handler and feeds the answer back;
+The third driver over :func:`~selfroute.flow.self_route_flow` (after
+:func:`~selfroute.flow.drive` and :func:`~selfroute.flow.adrive`). Like them it sends each step to a handler and feeds the answer back;
 unlike them it runs ``Retrieve`` and ``LoadLongContext`` at once but parks every ``Generate``
 step, and once every flow is parked or finished submits all the parked steps as one batch. When
 the batch is done the answers go back into their flows, which run on to their next ``Generate``

@@ -110,8 +110,8 @@ class BatchJob:
     Args:
         inputs: Questions, ``{"id", "question", ...}`` mappings or :class:`BatchItem`.
         config: The flow's settings (``speculate_below`` is switched off, with a note).
-        handler: Runs ``Retrieve`` and ``LoadLongContext`` (a :class:`~selfroute.StepHandler`
-            or, for the async methods, an :class:`~selfroute.AsyncStepHandler`), or a
+        handler: Runs ``Retrieve`` and ``LoadLongContext`` (a :class:`~selfroute.flow.StepHandler`
+            or, for the async methods, an :class:`~selfroute.flow.AsyncStepHandler`), or a
             function ``item -> handler`` for per-question handlers.
         backend: The provider's batch API (:class:`OpenAIBatchBackend`,
             :class:`GeminiBatchBackend`, or your own :class:`BatchBackend`).

@@ -1,7 +1,7 @@
 """What a provider batch backend implements: submit, poll, fetch, find and cancel.
 
 A backend knows one provider's batch API (OpenAI Batch, Gemini batch mode, ...): it turns
-:class:`BatchRequest` objects (a flow's :class:`~selfroute.Generate` step under a key) into the
+:class:`BatchRequest` objects (a flow's :class:`~selfroute.flow.Generate` step under a key) into the
 provider's request lines, submits them as one batch, reports the batch's state and hands back one
 :class:`BatchReply` per request. Everything else -- phases, the job file, retries, the flow -- is
 the driver's.
@@ -61,7 +61,7 @@ class BatchRequest:
 
     Attributes:
         key: Unique within the job (``"<item id>#<step number>"``); the provider's custom id.
-        step: The flow's :class:`~selfroute.Generate` step (stage, prompt, structured form).
+        step: The flow's :class:`~selfroute.flow.Generate` step (stage, prompt, structured form).
         model: The model to run it on (the backend's model for the step's stage).
     """
 

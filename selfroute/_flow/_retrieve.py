@@ -19,7 +19,7 @@ __all__ = ["retrieve"]
 
 
 def retrieve(state: FlowState) -> Steps[FlowState]:
-    """Yield one :class:`~selfroute.Retrieve` and keep what came back.
+    """Yield one :class:`~selfroute.flow.Retrieve` and keep what came back.
 
     Returns:
         The state with ``ranked`` (everything retrieved), ``passages`` and ``parents_of`` (the top

@@ -64,7 +64,7 @@ class Speculation:
     """A long-context call started alongside the RAG step (see ``_speculation``).
 
     Attributes:
-        handle: The driver's opaque handle, for :class:`~selfroute.Settle`.
+        handle: The driver's opaque handle, for :class:`~selfroute.flow.Settle`.
         lc: The prompt it runs on.
     """
 

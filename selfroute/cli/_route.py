@@ -4,7 +4,8 @@ model clients of :mod:`selfroute.cli._clients`.
 
 No routing logic lives here: :class:`CliHandler` only translates the flow's steps (retrieve, one
 model call, load the long context) into calls, as the LangChain and LlamaIndex adapters do with
-their frameworks; :class:`CliRoute` runs :func:`selfroute.run_flow` / :func:`selfroute.drive`.
+their frameworks; :class:`CliRoute` runs :func:`selfroute.flow.run_flow` /
+:func:`selfroute.flow.drive`.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ class CliRoute:
 
     def stream(self, question: str) -> Iterator[tuple[str, Any]]:
         """``(kind, value)`` events of one streamed answer: ``route`` (a
-        :class:`~selfroute.RouteEvent`), ``text`` (:class:`StreamText`), ``retract`` (the text
+        :class:`~selfroute.flow.RouteEvent`), ``text`` (:class:`StreamText`), ``retract`` (the text
         shown so far is withdrawn) and finally ``result`` (the :class:`~selfroute.RouteResult`).
         When the final answer is not the text shown (quotes cleaned off), it is retracted and
         sent again whole."""

@@ -1,7 +1,7 @@
 """Running the methods (LC, RAG, Self-Route, Self-Route grounded) over a labelled set.
 
-Self-Route runs through the core flow (:func:`selfroute.self_route_flow` driven by
-:func:`selfroute.arun_flow`) with the run's :class:`~selfroute.RouteConfig` -- its policies
+Self-Route runs through the core flow (:func:`selfroute.flow.self_route_flow` driven by
+:func:`selfroute.flow.arun_flow`) with the run's :class:`~selfroute.RouteConfig` -- its policies
 (k-ladder, pre-routing, structured verdict, grounded mode) included; the handler here only
 answers its steps (BM25 retrieval over the item's document, a reader call, the item's document as
 long context). ``self_route_grounded`` is the same flow with ``grounded=True``. The LC baseline

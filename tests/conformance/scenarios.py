@@ -139,6 +139,7 @@ def german_declines(text: str, question: str | None) -> bool | None:
     """A user's own decline detector (``decline_detector``): a model that declines in German."""
     return True if text.lower().startswith(("keine angaben", "dazu steht nichts")) else None
 
+
 #: Scenarios of the policies beyond the paper (abstention, grounded mode, k-ladder, pre-routing,
 #: structured verdicts). Same contract: identical results in the core and both adapters.
 POLICY_SCENARIOS: tuple[Scenario, ...] = (
@@ -342,7 +343,7 @@ def core_result(scenario: Scenario, config: sr.RouteConfig | None = None) -> sr.
     )
     if config is None:
         config = sr.RouteConfig(**scenario.settings)
-    return sr.run_flow(sr.self_route_flow(scenario.question, config), handler)
+    return sr.flow.run_flow(sr.flow.self_route_flow(scenario.question, config), handler)
 
 
 def comparable(result: sr.RouteResult) -> dict[str, Any]:

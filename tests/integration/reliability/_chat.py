@@ -44,28 +44,30 @@ class ChatHandler:
         )
         self.document = document
 
-    def retrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    def retrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         return self._retrieve(step.question, step.k)
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         return _generation(self.llms[step.stage].invoke(step.prompt))
 
-    def stream(self, step: sr.Generate) -> Iterable[sr.GenerationChunk]:  # pragma: no cover
+    def stream(
+        self, step: sr.flow.Generate
+    ) -> Iterable[sr.flow.GenerationChunk]:  # pragma: no cover
         gen = self.generate(step)
-        yield sr.GenerationChunk(gen.text, gen.usage, gen.model)
+        yield sr.flow.GenerationChunk(gen.text, gen.usage, gen.model)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> list[str] | None:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> list[str] | None:
         return None if self.document is None else [self.document]
 
-    async def aretrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    async def aretrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         return self.retrieve(step)
 
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         return _generation(await self.llms[step.stage].ainvoke(step.prompt))
 
-    async def astream(self, step: sr.Generate) -> AsyncIterator[sr.GenerationChunk]:
+    async def astream(self, step: sr.flow.Generate) -> AsyncIterator[sr.flow.GenerationChunk]:
         gen = await self.agenerate(step)  # pragma: no cover
-        yield sr.GenerationChunk(gen.text, gen.usage, gen.model)  # pragma: no cover
+        yield sr.flow.GenerationChunk(gen.text, gen.usage, gen.model)  # pragma: no cover
 
-    async def aload_long_context(self, step: sr.LoadLongContext) -> list[str] | None:
+    async def aload_long_context(self, step: sr.flow.LoadLongContext) -> list[str] | None:
         return self.load_long_context(step)

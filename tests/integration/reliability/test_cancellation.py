@@ -54,7 +54,7 @@ async def test_task_cancel_propagates_and_leaves_nothing_in_flight(
     openai_server.responder = responder
     handler = ChatHandler(chat_openai(openai_server))
     calls_before_slow = 0 if stage == "rag" else 1
-    task = asyncio.create_task(sr.arun_flow(sr.self_route_flow(QUESTION), handler))
+    task = asyncio.create_task(sr.flow.arun_flow(sr.flow.self_route_flow(QUESTION), handler))
     await wait_until(lambda: openai_server.calls > calls_before_slow)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -69,7 +69,7 @@ async def test_wait_for_timeout_propagates_and_leaves_nothing_in_flight(
     openai_server.responder = lambda body: Reply("late", delay_s=SLOW_S)
     handler = ChatHandler(chat_openai(openai_server))
     with pytest.raises(TimeoutError):
-        await asyncio.wait_for(sr.arun_flow(sr.self_route_flow(QUESTION), handler), 0.2)
+        await asyncio.wait_for(sr.flow.arun_flow(sr.flow.self_route_flow(QUESTION), handler), 0.2)
     assert openai_server.calls == 1
     await assert_nothing_left(openai_server)
 
@@ -84,10 +84,12 @@ async def test_cancelling_one_of_many_leaves_the_others_intact(
     openai_server.responder = responder
     handler = ChatHandler(chat_openai(openai_server))
     fast = [
-        asyncio.create_task(sr.arun_flow(sr.self_route_flow(f"Fast {i}?"), handler))
+        asyncio.create_task(sr.flow.arun_flow(sr.flow.self_route_flow(f"Fast {i}?"), handler))
         for i in range(5)
     ]
-    slow = asyncio.create_task(sr.arun_flow(sr.self_route_flow("SLOW question?"), handler))
+    slow = asyncio.create_task(
+        sr.flow.arun_flow(sr.flow.self_route_flow("SLOW question?"), handler)
+    )
     await wait_until(lambda: openai_server.calls >= 6)
     slow.cancel()
     results = await asyncio.gather(*fast)

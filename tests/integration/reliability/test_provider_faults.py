@@ -47,7 +47,7 @@ def test_rag_fault_escalates_to_long_context(
     openai_server.responder = script(reply)
     llm = chat_openai(openai_server, timeout=0.5)
     started = time.monotonic()
-    result = sr.run_flow(sr.self_route_flow(QUESTION), ChatHandler(llm))
+    result = sr.flow.run_flow(sr.flow.self_route_flow(QUESTION), ChatHandler(llm))
     assert time.monotonic() - started < 10  # the hang is bounded by the client timeout
     assert (result.route, result.reason) == (sr.Route.LONG_CONTEXT, sr.Reason.RAG_ERROR)
     assert result.answer == "In 1901."
@@ -60,7 +60,9 @@ def test_rag_fault_escalates_to_long_context(
 
 def test_empty_rag_reply_escalates_as_empty_output(openai_server: ScriptedOpenAIServer) -> None:
     openai_server.responder = script(Reply(kind="empty"))
-    result = sr.run_flow(sr.self_route_flow(QUESTION), ChatHandler(chat_openai(openai_server)))
+    result = sr.flow.run_flow(
+        sr.flow.self_route_flow(QUESTION), ChatHandler(chat_openai(openai_server))
+    )
     assert (result.route, result.reason) == (sr.Route.LONG_CONTEXT, sr.Reason.EMPTY_OUTPUT)
     assert result.steps[0].usage.source == "provider"  # the empty call was still paid for
     assert result.answer == "In 1901."
@@ -74,7 +76,7 @@ async def test_rag_fault_raises_when_configured(
     handler = ChatHandler(chat_openai(openai_server, timeout=0.5))
     config = sr.RouteConfig(on_rag_error="raise")
     with pytest.raises(sr.ModelOutputError, match="RAG-step model call failed") as info:
-        await sr.arun_flow(sr.self_route_flow(QUESTION, config), handler)
+        await sr.flow.arun_flow(sr.flow.self_route_flow(QUESTION, config), handler)
     assert error_name in str(info.value)
     assert stages(openai_server) == ["rag"]
 
@@ -88,7 +90,7 @@ def test_lc_fault_raises_with_partial_rag_result(
     openai_server.responder = script(Reply("unanswerable", prompt_tokens=321), lc=reply)
     handler = ChatHandler(chat_openai(openai_server, timeout=0.5))
     with pytest.raises(sr.LongContextError, match="long-context model call failed") as info:
-        sr.run_flow(sr.self_route_flow(QUESTION), handler)
+        sr.flow.run_flow(sr.flow.self_route_flow(QUESTION), handler)
     partial = info.value.partial
     assert partial.answer is None and partial.reason is sr.Reason.DECLINED
     assert partial.rag_answer == "unanswerable"
@@ -102,7 +104,7 @@ def test_client_retries_are_not_multiplied(openai_server: ScriptedOpenAIServer) 
     handler = ChatHandler(chat_openai(openai_server, max_retries=2))
     config = sr.RouteConfig(on_rag_error="raise")
     with pytest.raises(sr.ModelOutputError):
-        sr.run_flow(sr.self_route_flow(QUESTION, config), handler)
+        sr.flow.run_flow(sr.flow.self_route_flow(QUESTION, config), handler)
     assert openai_server.calls == 3  # 1 attempt + the client's 2 retries; selfroute adds none
 
 
@@ -111,7 +113,7 @@ def test_client_retries_then_escalation_sends_one_lc_call(
 ) -> None:
     openai_server.responder = script(Reply("boom", status=500))
     handler = ChatHandler(chat_openai(openai_server, max_retries=2))
-    result = sr.run_flow(sr.self_route_flow(QUESTION), handler)
+    result = sr.flow.run_flow(sr.flow.self_route_flow(QUESTION), handler)
     assert result.reason is sr.Reason.RAG_ERROR
     assert stages(openai_server) == ["rag", "rag", "rag", "lc"]
 
@@ -119,8 +121,8 @@ def test_client_retries_then_escalation_sends_one_lc_call(
 def test_async_rag_fault_matches_sync(openai_server: ScriptedOpenAIServer) -> None:
     openai_server.responder = script(Reply("slow down", status=429))
     handler = ChatHandler(chat_openai(openai_server))
-    sync = sr.run_flow(sr.self_route_flow(QUESTION), handler)
-    asynchronous = asyncio.run(sr.arun_flow(sr.self_route_flow(QUESTION), handler))
+    sync = sr.flow.run_flow(sr.flow.self_route_flow(QUESTION), handler)
+    asynchronous = asyncio.run(sr.flow.arun_flow(sr.flow.self_route_flow(QUESTION), handler))
     assert (sync.route, sync.reason, sync.answer, sync.error) == (
         asynchronous.route,
         asynchronous.reason,

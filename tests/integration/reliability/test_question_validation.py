@@ -49,12 +49,12 @@ def test_bad_questions_are_refused_before_any_call(
     assert openai_server.calls == 0
     assert len(str(info.value)) < 200 and SECRETISH not in str(info.value)
     with pytest.raises(sr.InvalidInputError):
-        sr.validate_question(question)
+        sr.flow.validate_question(question)
 
 
 @pytest.mark.parametrize("question", GOOD)
 def test_ordinary_questions_in_any_script_pass(question: str) -> None:
-    assert sr.validate_question(question) == question.strip()
+    assert sr.flow.validate_question(question) == question.strip()
 
 
 def test_llamaindex_refuses_before_any_call(openai_server: ScriptedOpenAIServer) -> None:

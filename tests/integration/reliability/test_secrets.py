@@ -33,11 +33,11 @@ def test_google_key_echoed_by_gemini_is_redacted(
     gemini_server.responder = echo_on_rag(GOOGLE_KEY)
     handler = ChatHandler(chat_google(gemini_server, google_api_key=GOOGLE_KEY))
     with caplog.at_level(logging.DEBUG):
-        result = sr.run_flow(sr.self_route_flow("When was she born?"), handler)
+        result = sr.flow.run_flow(sr.flow.self_route_flow("When was she born?"), handler)
         gemini_server.responder = lambda body: Reply(f"bad key {GOOGLE_KEY}", status=400)
         config = sr.RouteConfig(on_rag_error="raise")
         with pytest.raises(sr.ModelOutputError) as info:
-            sr.run_flow(sr.self_route_flow("When was she born?", config), handler)
+            sr.flow.run_flow(sr.flow.self_route_flow("When was she born?", config), handler)
     assert result.reason is sr.Reason.RAG_ERROR and result.answer == "In 1901."
     assert "400" in (result.error or "") or "INVALID" in (result.error or "").upper()
     for text in (str(result.to_dict()), str(info.value), caplog.text):

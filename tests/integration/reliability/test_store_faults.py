@@ -198,7 +198,7 @@ def _chat_handler(store: Store, model: ScriptedOpenAIServer) -> Any:
         return [sr.Passage(text=t) for t in got["documents"][0]]
 
     class Handler(ChatHandler):
-        async def aretrieve(self, step: sr.Retrieve) -> list[sr.Passage]:
+        async def aretrieve(self, step: sr.flow.Retrieve) -> list[sr.Passage]:
             return list(await in_daemon_thread(retrieve, step.question, step.k))
 
     model.responder = store.model.responder
@@ -210,8 +210,8 @@ def test_hung_store_sync_escalates_after_retrieval_timeout(
 ) -> None:
     config = sr.RouteConfig(retrieval_timeout_s=TIMEOUT_S)
     started = time.monotonic()
-    result = sr.run_flow(
-        sr.self_route_flow("Which region grew?", config), _chat_handler(hung, openai_server)
+    result = sr.flow.run_flow(
+        sr.flow.self_route_flow("Which region grew?", config), _chat_handler(hung, openai_server)
     )
     assert time.monotonic() - started < TIMEOUT_S + 5
     assert (result.reason, result.answer) == (sr.Reason.RETRIEVAL_ERROR, "Northern.")
@@ -223,8 +223,8 @@ async def test_hung_store_async_escalates_after_retrieval_timeout(
 ) -> None:
     config = sr.RouteConfig(retrieval_timeout_s=TIMEOUT_S)
     started = time.monotonic()
-    result = await sr.arun_flow(
-        sr.self_route_flow("Which region grew?", config), _chat_handler(hung, openai_server)
+    result = await sr.flow.arun_flow(
+        sr.flow.self_route_flow("Which region grew?", config), _chat_handler(hung, openai_server)
     )
     assert time.monotonic() - started < TIMEOUT_S + 5
     assert result.reason is sr.Reason.RETRIEVAL_ERROR
@@ -238,7 +238,7 @@ def test_hung_store_without_document_is_a_retrieval_error(
     handler.document = None
     config = sr.RouteConfig(retrieval_timeout_s=TIMEOUT_S)
     with pytest.raises(sr.RetrievalError, match="did not answer within"):
-        sr.run_flow(sr.self_route_flow("Which region grew?", config), handler)
+        sr.flow.run_flow(sr.flow.self_route_flow("Which region grew?", config), handler)
     assert openai_server.calls == 0
 
 

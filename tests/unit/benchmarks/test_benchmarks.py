@@ -130,12 +130,12 @@ def test_oracle_reader_routes_through_the_core() -> None:
 
     doc = "Alpha beta gamma. " * 200 + "The capital is Paris. " + "Delta epsilon. " * 200
     index = sr.LexicalIndex(sr.chunk_text(doc, doc_id="d"))
-    answered = sr.run_flow(
-        sr.self_route_flow("What is the capital?"), OracleHandler(index.search, doc, ["Paris"])
+    answered = sr.flow.run_flow(
+        sr.flow.self_route_flow("What is the capital?"), OracleHandler(index.search, doc, ["Paris"])
     )
     assert answered.answered_from_chunks and answered.answer == "Paris"
     declined = OracleHandler(index.search, doc, ["Rome"])
-    result = sr.run_flow(sr.self_route_flow("What is the capital?"), declined)
+    result = sr.flow.run_flow(sr.flow.self_route_flow("What is the capital?"), declined)
     assert result.route is sr.Route.LONG_CONTEXT and declined.lc_saw_answer is False
 
 

@@ -190,7 +190,7 @@ def test_handler_refuses_a_required_structured_step_without_tool_calling() -> No
     )
     config = sr.RouteConfig(verdict="structured")
     with pytest.raises(sr.ConfigurationError, match="verdict='structured'"):
-        sr.run_flow(sr.self_route_flow(LAMP, config), handler)
+        sr.flow.run_flow(sr.flow.self_route_flow(LAMP, config), handler)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -61,14 +61,14 @@ class ScriptedHandler:
         return len(self.prompts)
 
     # -- sync ----------------------------------------------------------------------------------
-    def retrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    def retrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         with self._lock:
             self.retrievals.append(step.question)
         if isinstance(self.passages, BaseException):
             raise self.passages
         return [sr.Passage(text=t, doc_id="doc-1") for t in self.passages[: step.k]]
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         with self._lock:
             self.prompts.append((step.stage, step.prompt))
         rag = step.stage is sr.Stage.RAG
@@ -82,11 +82,11 @@ class ScriptedHandler:
             out, usage=RAG_USAGE if rag else LC_USAGE, model="fake-rag" if rag else "fake-lc"
         )
 
-    def stream(self, step: sr.Generate) -> Iterable[sr.GenerationChunk]:
+    def stream(self, step: sr.flow.Generate) -> Iterable[sr.flow.GenerationChunk]:
         gen = self.generate(step)
-        yield sr.GenerationChunk(gen.text, gen.usage, gen.model)
+        yield sr.flow.GenerationChunk(gen.text, gen.usage, gen.model)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> Any:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> Any:
         if isinstance(self.document, BaseException):
             raise self.document
         if self.document is None or isinstance(self.document, str):
@@ -94,28 +94,30 @@ class ScriptedHandler:
         return list(self.document)
 
     # -- async ---------------------------------------------------------------------------------
-    async def aretrieve(self, step: sr.Retrieve) -> Sequence[sr.Passage]:
+    async def aretrieve(self, step: sr.flow.Retrieve) -> Sequence[sr.Passage]:
         await asyncio.sleep(0)
         return self.retrieve(step)
 
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         await asyncio.sleep(self.delay_s)
         return self.generate(step)
 
-    async def astream(self, step: sr.Generate) -> AsyncIterator[sr.GenerationChunk]:
+    async def astream(self, step: sr.flow.Generate) -> AsyncIterator[sr.flow.GenerationChunk]:
         gen = await self.agenerate(step)
-        yield sr.GenerationChunk(gen.text, gen.usage, gen.model)
+        yield sr.flow.GenerationChunk(gen.text, gen.usage, gen.model)
 
-    async def aload_long_context(self, step: sr.LoadLongContext) -> Any:
+    async def aload_long_context(self, step: sr.flow.LoadLongContext) -> Any:
         await asyncio.sleep(0)
         return self.load_long_context(step)
 
 
 def run(handler: ScriptedHandler, question: Any, **config: Any) -> sr.RouteResult:
     """Run the flow synchronously with ``handler``."""
-    return sr.run_flow(sr.self_route_flow(question, sr.RouteConfig(**config)), handler)
+    return sr.flow.run_flow(sr.flow.self_route_flow(question, sr.RouteConfig(**config)), handler)
 
 
 async def arun(handler: ScriptedHandler, question: Any, **config: Any) -> sr.RouteResult:
     """Run the flow asynchronously with ``handler``."""
-    return await sr.arun_flow(sr.self_route_flow(question, sr.RouteConfig(**config)), handler)
+    return await sr.flow.arun_flow(
+        sr.flow.self_route_flow(question, sr.RouteConfig(**config)), handler
+    )

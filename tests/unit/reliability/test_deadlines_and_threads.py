@@ -28,21 +28,21 @@ class Slow:
         if stage == self.slow:
             self.release.wait(self.delay_s)
 
-    def retrieve(self, step: sr.Retrieve) -> list[sr.Passage]:
+    def retrieve(self, step: sr.flow.Retrieve) -> list[sr.Passage]:
         self._wait("retrieve")
         return [sr.Passage(t, "doc-1") for t in PASSAGES]
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         self._wait(step.stage.value)
         text = "unanswerable" if step.stage is sr.Stage.RAG else "In 1901."
         return sr.Generation(text, finish_reason=self.finish)
 
-    def stream(self, step: sr.Generate) -> Iterator[sr.GenerationChunk]:
+    def stream(self, step: sr.flow.Generate) -> Iterator[sr.flow.GenerationChunk]:
         gen = self.generate(step)
-        yield sr.GenerationChunk(gen.text)
-        yield sr.GenerationChunk("", finish_reason=gen.finish_reason)
+        yield sr.flow.GenerationChunk(gen.text)
+        yield sr.flow.GenerationChunk("", finish_reason=gen.finish_reason)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> list[str]:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> list[str]:
         self._wait("load")
         return [DOCUMENT]
 
@@ -50,41 +50,41 @@ class Slow:
         if stage == self.slow:
             await asyncio.sleep(self.delay_s)
 
-    async def aretrieve(self, step: sr.Retrieve) -> list[sr.Passage]:
+    async def aretrieve(self, step: sr.flow.Retrieve) -> list[sr.Passage]:
         await self._await("retrieve")
         return [sr.Passage(t, "doc-1") for t in PASSAGES]
 
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         await self._await(step.stage.value)
         text = "unanswerable" if step.stage is sr.Stage.RAG else "In 1901."
         return sr.Generation(text, finish_reason=self.finish)
 
-    async def astream(self, step: sr.Generate) -> AsyncIterator[sr.GenerationChunk]:
+    async def astream(self, step: sr.flow.Generate) -> AsyncIterator[sr.flow.GenerationChunk]:
         gen = await self.agenerate(step)
-        yield sr.GenerationChunk(gen.text)
-        yield sr.GenerationChunk("", finish_reason=gen.finish_reason)
+        yield sr.flow.GenerationChunk(gen.text)
+        yield sr.flow.GenerationChunk("", finish_reason=gen.finish_reason)
 
-    async def aload_long_context(self, step: sr.LoadLongContext) -> list[str]:
+    async def aload_long_context(self, step: sr.flow.LoadLongContext) -> list[str]:
         await self._await("load")
         return [DOCUMENT]
 
 
 def _run(handler: Slow, config: sr.RouteConfig, mode: str) -> sr.RouteResult:
-    flow = sr.self_route_flow("When was Mara Holt born?", config)
+    flow = sr.flow.self_route_flow("When was Mara Holt born?", config)
     if mode == "sync":
-        return sr.run_flow(flow, handler)
+        return sr.flow.run_flow(flow, handler)
     if mode == "async":
-        return asyncio.run(sr.arun_flow(flow, handler))
+        return asyncio.run(sr.flow.arun_flow(flow, handler))
     if mode == "stream":
-        events = list(sr.drive(flow, handler, stream=True))
+        events = list(sr.flow.drive(flow, handler, stream=True))
     else:
 
         async def collect() -> list[Any]:
-            return [e async for e in sr.adrive(flow, handler, stream=True)]
+            return [e async for e in sr.flow.adrive(flow, handler, stream=True)]
 
         events = asyncio.run(collect())
     last = events[-1]
-    assert isinstance(last, sr.ResultEvent)
+    assert isinstance(last, sr.flow.ResultEvent)
     return last.result
 
 
@@ -128,12 +128,12 @@ def test_deadline_must_be_positive(bad: object) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_streamed_or_returned_length_finish_is_truncated(mode: str) -> None:
     class Cut(Slow):
-        def generate(self, step: sr.Generate) -> sr.Generation:
+        def generate(self, step: sr.flow.Generate) -> sr.Generation:
             if step.stage is sr.Stage.RAG:
                 return sr.Generation("Thirty-one", finish_reason="length")
             return sr.Generation("In 1901.", finish_reason="stop")
 
-        async def agenerate(self, step: sr.Generate) -> sr.Generation:
+        async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
             return self.generate(step)
 
     result = _run(Cut("none"), sr.RouteConfig(), mode)

@@ -183,11 +183,11 @@ class SlowRetriever(ScriptedHandler):
         super().__init__(**kwargs)
         self.hang_s = hang_s
 
-    def retrieve(self, step: sr.Retrieve) -> Any:
+    def retrieve(self, step: sr.flow.Retrieve) -> Any:
         time.sleep(self.hang_s)
         return super().retrieve(step)
 
-    async def aretrieve(self, step: sr.Retrieve) -> Any:
+    async def aretrieve(self, step: sr.flow.Retrieve) -> Any:
         await asyncio.sleep(self.hang_s)
         return super().retrieve(step)
 

@@ -55,7 +55,7 @@ class Scripted:
     seen: list[Any] = field(default_factory=list)
 
     # -- what each step answers ------------------------------------------------------------
-    def _retrieve(self, step: sr.Retrieve) -> Any:
+    def _retrieve(self, step: sr.flow.Retrieve) -> Any:
         self.seen.append(step)
         if self.retrieve_error is not None:
             raise self.retrieve_error
@@ -66,7 +66,7 @@ class Scripted:
             for i, t in enumerate(self.passages)
         ]
 
-    def _generation(self, step: sr.Generate) -> sr.Generation:
+    def _generation(self, step: sr.flow.Generate) -> sr.Generation:
         self.seen.append(step)
         if step.stage is sr.Stage.RAG:
             if self.rag_error is not None:
@@ -74,11 +74,11 @@ class Scripted:
             if self.generate_result is not None:
                 return self.generate_result  # type: ignore[no-any-return]
             rung = sum(
-                1 for s in self.seen if isinstance(s, sr.Generate) and s.stage is sr.Stage.RAG
+                1 for s in self.seen if isinstance(s, sr.flow.Generate) and s.stage is sr.Stage.RAG
             )
             if step.structured is not None:
                 if self.structured is None:
-                    sr.structured_unsupported(step.structured.required, "scripted model")
+                    sr.flow.structured_unsupported(step.structured.required, "scripted model")
                 else:
                     value = (
                         self.structured[rung - 1]
@@ -99,18 +99,18 @@ class Scripted:
             raise self.lc_error
         return sr.Generation(self.lc, usage=self.lc_usage, model="lc-model")
 
-    def _chunks(self, step: sr.Generate) -> list[sr.GenerationChunk]:
+    def _chunks(self, step: sr.flow.Generate) -> list[sr.flow.GenerationChunk]:
         gen = self._generation(step)
         pieces = list(
             (self.rag_chunks if step.stage is sr.Stage.RAG else self.lc_chunks) or [gen.text]
         )
-        chunks = [sr.GenerationChunk(text=p) for p in pieces]
-        chunks[-1] = sr.GenerationChunk(
+        chunks = [sr.flow.GenerationChunk(text=p) for p in pieces]
+        chunks[-1] = sr.flow.GenerationChunk(
             text=pieces[-1], usage=gen.usage, model=gen.model, finish_reason=gen.finish_reason
         )
         return chunks
 
-    def _load(self, step: sr.LoadLongContext) -> Any:
+    def _load(self, step: sr.flow.LoadLongContext) -> Any:
         self.seen.append(step)
         if step.purpose == "counterfactual" and self.counterfactual_error is not None:
             raise self.counterfactual_error
@@ -119,33 +119,33 @@ class Scripted:
         return None if self.document is None else [sr.ContextDocument(self.document, "doc-1")]
 
     # -- sync handler ------------------------------------------------------------------------
-    def retrieve(self, step: sr.Retrieve) -> Any:
+    def retrieve(self, step: sr.flow.Retrieve) -> Any:
         return self._retrieve(step)
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         return self._generation(step)
 
-    def stream(self, step: sr.Generate) -> Iterator[sr.GenerationChunk]:
+    def stream(self, step: sr.flow.Generate) -> Iterator[sr.flow.GenerationChunk]:
         yield from self._chunks(step)
 
-    def load_long_context(self, step: sr.LoadLongContext) -> Any:
+    def load_long_context(self, step: sr.flow.LoadLongContext) -> Any:
         return self._load(step)
 
     # -- async handler -----------------------------------------------------------------------
-    async def aretrieve(self, step: sr.Retrieve) -> Any:
+    async def aretrieve(self, step: sr.flow.Retrieve) -> Any:
         await asyncio.sleep(0)
         return self._retrieve(step)
 
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         await asyncio.sleep(0)
         return self._generation(step)
 
-    async def astream(self, step: sr.Generate) -> AsyncIterator[sr.GenerationChunk]:
+    async def astream(self, step: sr.flow.Generate) -> AsyncIterator[sr.flow.GenerationChunk]:
         for chunk in self._chunks(step):
             await asyncio.sleep(0)
             yield chunk
 
-    async def aload_long_context(self, step: sr.LoadLongContext) -> Any:
+    async def aload_long_context(self, step: sr.flow.LoadLongContext) -> Any:
         await asyncio.sleep(0)
         return self._load(step)
 
@@ -154,9 +154,9 @@ class Scripted:
         """The kinds of steps seen, e.g. ``["retrieve", "rag", "counterfactual"]``."""
         out = []
         for step in self.seen:
-            if isinstance(step, sr.Retrieve):
+            if isinstance(step, sr.flow.Retrieve):
                 out.append("retrieve")
-            elif isinstance(step, sr.Generate):
+            elif isinstance(step, sr.flow.Generate):
                 out.append(step.stage.value)
             else:
                 out.append(step.purpose)
@@ -165,14 +165,16 @@ class Scripted:
 
 def run(script: Scripted, question: str = "Who kept the lamp?", **config: Any) -> sr.RouteResult:
     """Run the flow synchronously over ``script``."""
-    return sr.run_flow(sr.self_route_flow(question, sr.RouteConfig(**config)), script)
+    return sr.flow.run_flow(sr.flow.self_route_flow(question, sr.RouteConfig(**config)), script)
 
 
 async def arun(
     script: Scripted, question: str = "Who kept the lamp?", **config: Any
 ) -> sr.RouteResult:
     """Run the flow with the async driver over ``script``."""
-    return await sr.arun_flow(sr.self_route_flow(question, sr.RouteConfig(**config)), script)
+    return await sr.flow.arun_flow(
+        sr.flow.self_route_flow(question, sr.RouteConfig(**config)), script
+    )
 
 
 class WordCounter:

@@ -39,5 +39,7 @@ def test_async_driver_matches_sync(scenario: Scenario) -> None:
         long_context=scenario.document,
     )
     config = sr.RouteConfig(**scenario.settings)
-    result = asyncio.run(sr.arun_flow(sr.self_route_flow(scenario.question, config), handler))
+    result = asyncio.run(
+        sr.flow.arun_flow(sr.flow.self_route_flow(scenario.question, config), handler)
+    )
     check(result, scenario)

@@ -117,7 +117,7 @@ def test_a_detector_that_is_not_callable_is_refused_where_it_is_given(bad: Any) 
     with pytest.raises(sr.ConfigurationError, match="decline_detector must be a callable"):
         sr.parse_verdict("1901.", detector=bad)
     with pytest.raises(sr.ConfigurationError, match="decline_detector must be a callable"):
-        sr.SentinelSniffer(detector=bad)
+        sr.flow.SentinelSniffer(detector=bad)
 
 
 def test_the_structured_verdict_asks_it_about_an_answerable_answer_only() -> None:
@@ -134,12 +134,12 @@ def test_the_structured_verdict_asks_it_about_an_answerable_answer_only() -> Non
 
 
 def _run(script: Scripted, **config: Any) -> sr.RouteResult:
-    return sr.run_flow(sr.self_route_flow(QUESTION, sr.RouteConfig(**config)), script)
+    return sr.flow.run_flow(sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config)), script)
 
 
 def _arun(script: Scripted, **config: Any) -> sr.RouteResult:
-    flow = sr.self_route_flow(QUESTION, sr.RouteConfig(**config))
-    return asyncio.run(sr.arun_flow(flow, script))
+    flow = sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config))
+    return asyncio.run(sr.flow.arun_flow(flow, script))
 
 
 @pytest.mark.parametrize("run", [_run, _arun], ids=["sync", "async"])
@@ -171,29 +171,29 @@ def test_a_failing_detector_is_raised_not_routed(run: Any, on_rag_error: str) ->
     with pytest.raises(sr.ConfigurationError, match="broken raised RuntimeError"):
         run(script, decline_detector=broken, on_rag_error=on_rag_error)
     assert not any(
-        isinstance(s, sr.Generate) and s.stage is sr.Stage.LONG_CONTEXT for s in script.seen
+        isinstance(s, sr.flow.Generate) and s.stage is sr.Stage.LONG_CONTEXT for s in script.seen
     )  # no long-context call was spent on a bug
 
 
 # -- streaming -------------------------------------------------------------------------------
 
 
-def _stream(script: Scripted, **config: Any) -> list[sr.FlowEvent]:
-    flow = sr.self_route_flow(QUESTION, sr.RouteConfig(**config))
-    return list(sr.drive(flow, script, stream=True))
+def _stream(script: Scripted, **config: Any) -> list[sr.flow.FlowEvent]:
+    flow = sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config))
+    return list(sr.flow.drive(flow, script, stream=True))
 
 
-def _astream(script: Scripted, **config: Any) -> list[sr.FlowEvent]:
-    async def collect() -> list[sr.FlowEvent]:
-        flow = sr.self_route_flow(QUESTION, sr.RouteConfig(**config))
-        return [e async for e in sr.adrive(flow, script, stream=True)]
+def _astream(script: Scripted, **config: Any) -> list[sr.flow.FlowEvent]:
+    async def collect() -> list[sr.flow.FlowEvent]:
+        flow = sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config))
+        return [e async for e in sr.flow.adrive(flow, script, stream=True)]
 
     return asyncio.run(collect())
 
 
-def _rag_text(events: list[sr.FlowEvent]) -> str:
+def _rag_text(events: list[sr.flow.FlowEvent]) -> str:
     return "".join(
-        e.text for e in events if isinstance(e, sr.TokenEvent) and e.stage is sr.Stage.RAG
+        e.text for e in events if isinstance(e, sr.flow.TokenEvent) and e.stage is sr.Stage.RAG
     )
 
 
@@ -207,8 +207,8 @@ def test_a_streamed_decline_it_finds_is_never_shown(stream: Any, hold: int) -> N
         stream_hold_chars=hold,
     )
     assert _rag_text(events) == ""
-    routes = [e for e in events if isinstance(e, sr.RouteEvent)]
-    assert routes == [sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
+    routes = [e for e in events if isinstance(e, sr.flow.RouteEvent)]
+    assert routes == [sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
     assert events[-1].result.reason is sr.Reason.REFUSED  # type: ignore[union-attr]
 
 
@@ -218,7 +218,7 @@ def test_a_streamed_answer_is_released_after_its_first_sentence(stream: Any) -> 
     detector = Recorder()
     events = stream(Scripted(rag=answer, rag_chunks=tokens(answer)), decline_detector=detector)
     assert _rag_text(events) == answer
-    pieces = [e for e in events if isinstance(e, sr.TokenEvent)]
+    pieces = [e for e in events if isinstance(e, sr.flow.TokenEvent)]
     assert len(pieces) > 2  # the rest of the answer streams after the first sentence
     assert pieces[0].text.startswith("She was born in 1901.")
     assert events[-1].result.route is sr.Route.RAG  # type: ignore[union-attr]
@@ -232,8 +232,8 @@ def test_a_decline_it_finds_after_a_shown_sentence_is_retracted(stream: Any) -> 
     text = "Sie war Lehrerin. Keine Angaben zum Geburtsjahr."
     events = stream(Scripted(rag=text, rag_chunks=tokens(text)), decline_detector=anywhere)
     assert _rag_text(events).startswith("Sie war Lehrerin.")  # the first sentence read as answer
-    routes = [e for e in events if isinstance(e, sr.RouteEvent)]
-    assert routes[-1] == sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=True)
+    routes = [e for e in events if isinstance(e, sr.flow.RouteEvent)]
+    assert routes[-1] == sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=True)
     assert events[-1].result.answer == "In 1901."  # type: ignore[union-attr]
 
 
@@ -254,11 +254,11 @@ def test_without_a_detector_the_streamed_give_up_is_served() -> None:
 
 
 def test_the_sniffer_holds_for_the_detector_until_a_sentence_ends() -> None:
-    sniffer = sr.SentinelSniffer(detector=Recorder())
+    sniffer = sr.flow.SentinelSniffer(detector=Recorder())
     shown = "".join(sniffer.feed(t) for t in tokens("Keine Angaben zu ihrem Geburtsjahr"))
     assert shown == "" and not sniffer.released  # no sentence end yet: nothing judged
     assert sniffer.feed(". Nur ihre Laufbahn.") == "" and not sniffer.released
-    answer = sr.SentinelSniffer(detector=Recorder())
+    answer = sr.flow.SentinelSniffer(detector=Recorder())
     assert "".join(answer.feed(t) for t in tokens("In 1901. Then Paris.")) == "In 1901. Then Paris."
 
 

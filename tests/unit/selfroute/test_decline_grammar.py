@@ -180,7 +180,7 @@ def test_no_source_does_not_verb_x_answers_a_yes_no_question_about_x(
 @given(text=source_declines(), cut=st.integers(1, 6))
 def test_a_streamed_grammar_decline_is_never_shown(text: str, cut: int) -> None:
     """The sniffer holds every prefix of a grammar decline: nothing reaches the user."""
-    sniffer = sr.SentinelSniffer()
+    sniffer = sr.flow.SentinelSniffer()
     pieces = [text[i : i + cut] for i in range(0, len(text), cut)]
     shown = "".join(sniffer.feed(p) for p in pieces)
     assert shown == "" and not sniffer.released, (text, shown)
@@ -618,7 +618,7 @@ def test_with_a_hold_a_restatement_then_a_decline_is_never_shown(
 ) -> None:
     """The hold waits past a sentence that decides nothing: the decline after it is not shown."""
     text = f"{_fill(opener, item, 'x')} The provided context does not mention {item}."
-    sniffer = sr.SentinelSniffer(hold_chars=80)
+    sniffer = sr.flow.SentinelSniffer(hold_chars=80)
     shown = "".join(sniffer.feed(text[i : i + cut]) for i in range(0, len(text), cut))
     assert shown == "", (text, shown)
 

@@ -11,26 +11,26 @@ import selfroute as sr
 from tests.unit.selfroute._scripted import LC_USAGE, RAG_USAGE, Scripted
 
 
-def _events(script: Scripted, *, stream: bool = True, **config: Any) -> list[sr.FlowEvent]:
-    flow = sr.self_route_flow("When was she born?", sr.RouteConfig(**config))
-    return list(sr.drive(flow, script, stream=stream))
+def _events(script: Scripted, *, stream: bool = True, **config: Any) -> list[sr.flow.FlowEvent]:
+    flow = sr.flow.self_route_flow("When was she born?", sr.RouteConfig(**config))
+    return list(sr.flow.drive(flow, script, stream=stream))
 
 
-def _aevents(script: Scripted, *, stream: bool = True, **config: Any) -> list[sr.FlowEvent]:
-    async def collect() -> list[sr.FlowEvent]:
-        flow = sr.self_route_flow("When was she born?", sr.RouteConfig(**config))
-        return [event async for event in sr.adrive(flow, script, stream=stream)]
+def _aevents(script: Scripted, *, stream: bool = True, **config: Any) -> list[sr.flow.FlowEvent]:
+    async def collect() -> list[sr.flow.FlowEvent]:
+        flow = sr.flow.self_route_flow("When was she born?", sr.RouteConfig(**config))
+        return [event async for event in sr.flow.adrive(flow, script, stream=stream)]
 
     return asyncio.run(collect())
 
 
-def _text(events: list[sr.FlowEvent], stage: sr.Stage) -> str:
-    return "".join(e.text for e in events if isinstance(e, sr.TokenEvent) and e.stage is stage)
+def _text(events: list[sr.flow.FlowEvent], stage: sr.Stage) -> str:
+    return "".join(e.text for e in events if isinstance(e, sr.flow.TokenEvent) and e.stage is stage)
 
 
-def _result(events: list[sr.FlowEvent]) -> sr.RouteResult:
-    assert isinstance(events[-1], sr.ResultEvent)
-    assert sum(isinstance(e, sr.ResultEvent) for e in events) == 1
+def _result(events: list[sr.flow.FlowEvent]) -> sr.RouteResult:
+    assert isinstance(events[-1], sr.flow.ResultEvent)
+    assert sum(isinstance(e, sr.flow.ResultEvent) for e in events) == 1
     return events[-1].result
 
 
@@ -38,8 +38,8 @@ def test_answer_streams_after_a_route_event() -> None:
     events = _events(
         Scripted(rag="She was born in 1901.", rag_chunks=["She was", " born", " in 1901."])
     )
-    assert events[0] == sr.RouteEvent(sr.Route.RAG, sr.Reason.ANSWERED)
-    tokens = [e for e in events if isinstance(e, sr.TokenEvent)]
+    assert events[0] == sr.flow.RouteEvent(sr.Route.RAG, sr.Reason.ANSWERED)
+    tokens = [e for e in events if isinstance(e, sr.flow.TokenEvent)]
     assert len(tokens) >= 2  # streamed, not one block at the end
     assert _text(events, sr.Stage.RAG) == "She was born in 1901."
     result = _result(events)
@@ -54,10 +54,10 @@ def test_declined_rag_text_is_never_emitted() -> None:
     )
     events = _events(script)
     assert _text(events, sr.Stage.RAG) == ""
-    assert not any("nanswer" in e.text for e in events if isinstance(e, sr.TokenEvent))
-    route_events = [e for e in events if isinstance(e, sr.RouteEvent)]
-    assert route_events == [sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
-    first_token = next(i for i, e in enumerate(events) if isinstance(e, sr.TokenEvent))
+    assert not any("nanswer" in e.text for e in events if isinstance(e, sr.flow.TokenEvent))
+    route_events = [e for e in events if isinstance(e, sr.flow.RouteEvent)]
+    assert route_events == [sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
+    first_token = next(i for i, e in enumerate(events) if isinstance(e, sr.flow.TokenEvent))
     assert events.index(route_events[0]) < first_token
     assert _text(events, sr.Stage.LONG_CONTEXT) == "In 1901."
     result = _result(events)
@@ -72,7 +72,7 @@ def test_natural_refusal_streamed_in_pieces_is_held_back() -> None:
     )
     events = _events(script)
     assert _text(events, sr.Stage.RAG) == ""
-    assert next(e for e in events if isinstance(e, sr.RouteEvent)).retracted is False
+    assert next(e for e in events if isinstance(e, sr.flow.RouteEvent)).retracted is False
     assert _result(events).reason is sr.Reason.REFUSED
 
 
@@ -85,9 +85,9 @@ def test_late_refusal_is_retracted() -> None:
     events = _events(script)
     shown = _text(events, sr.Stage.RAG)
     assert shown and "Her birth".startswith(shown[:9])
-    route_events = [e for e in events if isinstance(e, sr.RouteEvent)]
-    assert route_events[0] == sr.RouteEvent(sr.Route.RAG, sr.Reason.ANSWERED)
-    assert route_events[1] == sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=True)
+    route_events = [e for e in events if isinstance(e, sr.flow.RouteEvent)]
+    assert route_events[0] == sr.flow.RouteEvent(sr.Route.RAG, sr.Reason.ANSWERED)
+    assert route_events[1] == sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=True)
     # Everything after the retraction is the long-context answer.
     after = events[events.index(route_events[1]) :]
     assert _text(after, sr.Stage.RAG) == ""
@@ -107,7 +107,7 @@ def test_reasoning_block_and_label_are_not_streamed() -> None:
 
 def test_no_chunks_announces_long_context_before_its_tokens() -> None:
     events = _events(Scripted(passages=(), lc_chunks=["In ", "1901."]))
-    assert events[0] == sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)
+    assert events[0] == sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)
     assert _text(events, sr.Stage.LONG_CONTEXT) == "In 1901."
     assert _result(events).reason is sr.Reason.NO_CHUNKS
 
@@ -120,16 +120,16 @@ def test_without_stream_only_the_result_is_yielded() -> None:
 def test_over_budget_streams_the_decline_as_the_final_answer() -> None:
     events = _events(Scripted(rag="unanswerable"), budget=sr.LongContextBudget(max_calls=0))
     result = _result(events)
-    assert events[0] == sr.RouteEvent(sr.Route.RAG, sr.Reason.OVER_BUDGET)
+    assert events[0] == sr.flow.RouteEvent(sr.Route.RAG, sr.Reason.OVER_BUDGET)
     assert result.reason is sr.Reason.OVER_BUDGET
     assert _text(events, sr.Stage.RAG) == result.answer == "unanswerable"
     assert _text(events, sr.Stage.LONG_CONTEXT) == ""
 
 
-def _comparable(events: list[sr.FlowEvent]) -> list[Any]:
+def _comparable(events: list[sr.flow.FlowEvent]) -> list[Any]:
     out: list[Any] = []
     for e in events:
-        if isinstance(e, sr.ResultEvent):
+        if isinstance(e, sr.flow.ResultEvent):
             d = e.result.to_dict()
             d.pop("latency_s")
             for step in d["steps"]:
@@ -162,8 +162,8 @@ def test_async_driver_yields_the_same_events_as_sync(name: str, stream: bool) ->
 
 
 def test_run_flow_and_arun_flow_agree() -> None:
-    a = sr.run_flow(sr.self_route_flow("q?"), Scripted(rag="unanswerable"))
-    b = asyncio.run(sr.arun_flow(sr.self_route_flow("q?"), Scripted(rag="unanswerable")))
+    a = sr.flow.run_flow(sr.flow.self_route_flow("q?"), Scripted(rag="unanswerable"))
+    b = asyncio.run(sr.flow.arun_flow(sr.flow.self_route_flow("q?"), Scripted(rag="unanswerable")))
     assert (a.answer, a.route, a.reason, a.usage) == (b.answer, b.route, b.reason, b.usage)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import selfroute as sr
-from selfroute import ExtractiveReader, Prompts, check_grounding, split_quotes
+from selfroute import ExtractiveReader, Prompts, check_grounding
+from selfroute._grounding import split_quotes
 
 TEXT = (
     "Mara Holt kept the lamp at Grey Point for thirty-one years. "

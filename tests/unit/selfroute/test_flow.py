@@ -191,7 +191,7 @@ def test_missing_provider_usage_is_estimated_and_labelled() -> None:
 def test_retrieved_passages_are_capped_at_k() -> None:
     script = Scripted(passages=[f"passage {i}" for i in range(9)])
     result = run(script, k=3)
-    assert script.seen[0] == sr.Retrieve("Who kept the lamp?", 3)
+    assert script.seen[0] == sr.flow.Retrieve("Who kept the lamp?", 3)
     assert [p.text for p in result.sources] == ["passage 0", "passage 1", "passage 2"]
 
 
@@ -200,7 +200,7 @@ def test_rag_prompt_uses_the_configured_sentinel() -> None:
     script = Scripted(rag="NO_ANSWER")
     result = run(script, prompts=prompts)
     assert result.reason is sr.Reason.DECLINED
-    rag_step = next(s for s in script.seen if isinstance(s, sr.Generate))
+    rag_step = next(s for s in script.seen if isinstance(s, sr.flow.Generate))
     assert rag_step.sentinel == "NO_ANSWER" and '"NO_ANSWER"' in rag_step.prompt
     # With the custom sentinel the default word is not the sentinel; in strict mode it is an answer.
     assert run(Scripted(rag="unanswerable"), prompts=prompts, strict=True).route is R
@@ -354,12 +354,12 @@ def test_bad_config_is_a_configuration_error(field: str, value: Any) -> None:
 
 # -- cancellation -------------------------------------------------------------------------------
 class _Cancelling(Scripted):
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         raise asyncio.CancelledError
 
 
 class _Interrupting(Scripted):
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         raise KeyboardInterrupt
 
 
@@ -377,7 +377,7 @@ def test_cancelling_a_running_task_stops_the_flow() -> None:
     script = Scripted()
 
     class Slow(Scripted):
-        async def agenerate(self, step: sr.Generate) -> sr.Generation:
+        async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
             script.seen.append(step)
             await asyncio.sleep(30)
             raise AssertionError("not reached")  # pragma: no cover
@@ -398,7 +398,7 @@ def test_cancelling_a_running_task_stops_the_flow() -> None:
 )
 def test_loader_may_return_one_document_instead_of_a_list(wrap: Any) -> None:
     class OneDocument(Scripted):
-        def load_long_context(self, step: sr.LoadLongContext) -> Any:
+        def load_long_context(self, step: sr.flow.LoadLongContext) -> Any:
             return wrap(self.document)
 
     result = run(OneDocument(rag="unanswerable"), long_context_window=4000)

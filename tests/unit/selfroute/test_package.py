@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -32,7 +33,6 @@ PUBLIC = sorted(
         "LocalBatchBackend",
         "OpenAIBatchBackend",
         "batch_cost_report",
-        "AsyncStepHandler",
         "BudgetDecision",
         "Chunk",
         "ConfigurationError",
@@ -46,16 +46,12 @@ PUBLIC = sorted(
         "DEFAULT_RAG_PROMPT",
         "DEFAULT_SENTINEL",
         "FittedContext",
-        "FlowEvent",
         "FunctionHandler",
-        "Generate",
         "Generation",
-        "GenerationChunk",
         "HashingEmbedding",
         "HeuristicCounter",
         "InvalidInputError",
         "LexicalIndex",
-        "LoadLongContext",
         "LongContextBudget",
         "LongContextError",
         "MissingDependencyError",
@@ -68,46 +64,31 @@ PUBLIC = sorted(
         "Prompts",
         "Reason",
         "RedactingFilter",
-        "ResultEvent",
         "RetrievalError",
-        "Retrieve",
         "Route",
         "RouteConfig",
-        "RouteEvent",
         "RouteResult",
         "RouteStats",
         "SelfRouteError",
-        "SentinelSniffer",
         "Stage",
-        "Step",
-        "StepHandler",
         "StepRecord",
         "TiktokenCounter",
         "TokenCounter",
-        "TokenEvent",
         "Usage",
         "Verdict",
         "VerdictKind",
         "__version__",
-        "adrive",
-        "arun_flow",
         "aself_route",
         "chroma_embedding_function",
         "chunk_text",
-        "clean_answer",
-        "could_start_decline",
         "default_token_counter",
         "document_id",
-        "drive",
         "fit_context",
         "parse_verdict",
         "rebuild_document",
         "redact",
         "register_secret",
-        "run_flow",
         "self_route",
-        "self_route_flow",
-        "validate_question",
         # routing policies beyond the paper (issue 9) and abstention/grounding (issue 10)
         "DEFAULT_GLOBAL_PATTERNS",
         "DEFAULT_STRUCTURED_RAG_PROMPT",
@@ -117,31 +98,74 @@ PUBLIC = sorted(
         "Grounding",
         "GroundingSource",
         "PreRoute",
-        "StructuredRequest",
-        "Settle",
-        "Speculate",
         "VerdictMode",
         "check_grounding",
         "is_global_question",
-        "load_structured",
-        "locate_quote",
         "parse_structured_verdict",
-        "split_quotes",
-        "structured_unsupported",
         "verdict_schema",
     ]
 )
 
 
-def test_public_names_are_pinned() -> None:
-    assert sorted(selfroute.__all__) == PUBLIC
-    assert len(set(selfroute.__all__)) == len(selfroute.__all__)
+# The step protocol, for whoever writes a driver or an adapter: ``selfroute.flow``, not the
+# application's namespace.
+FLOW = sorted(
+    [
+        "AsyncStepHandler",
+        "FlowEvent",
+        "Generate",
+        "GenerationChunk",
+        "LoadLongContext",
+        "ResultEvent",
+        "Retrieve",
+        "RouteEvent",
+        "SentinelSniffer",
+        "Settle",
+        "Speculate",
+        "Step",
+        "StepHandler",
+        "StructuredRequest",
+        "TokenEvent",
+        "adrive",
+        "arun_flow",
+        "clean_answer",
+        "could_start_decline",
+        "drive",
+        "load_structured",
+        "run_flow",
+        "self_route_flow",
+        "structured_unsupported",
+        "validate_question",
+    ]
+)
 
 
-def test_every_public_name_resolves() -> None:
-    for name in selfroute.__all__:
-        assert getattr(selfroute, name) is not None, name
+@pytest.mark.parametrize(("module", "expected"), [(selfroute, PUBLIC), (selfroute.flow, FLOW)])
+def test_public_names_are_pinned(module: ModuleType, expected: list[str]) -> None:
+    assert sorted(module.__all__) == expected
+    assert len(set(module.__all__)) == len(module.__all__)
+
+
+def test_the_two_namespaces_do_not_overlap() -> None:
+    assert set(selfroute.__all__).isdisjoint(selfroute.flow.__all__)
+    import selfroute.flow as flow_module  # the module, imported on its own
+
+    assert flow_module is selfroute.flow
+
+
+@pytest.mark.parametrize("module", [selfroute, selfroute.flow])
+def test_every_public_name_resolves(module: ModuleType) -> None:
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
     assert isinstance(selfroute.__version__, str)
+
+
+def test_star_import_gives_exactly_the_public_names() -> None:
+    for module in ("selfroute", "selfroute.flow"):
+        namespace: dict[str, object] = {}
+        exec(f"from {module} import *", namespace)
+        names = {n for n in namespace if n != "__builtins__"}
+        assert names == set(__import__(module, fromlist=["_"]).__all__), module
 
 
 def test_every_error_derives_from_selfroute_error() -> None:

@@ -41,7 +41,7 @@ def test_structured_answer_routes_to_rag() -> None:
     assert (result.route, result.reason, result.answer) == (R, sr.Reason.ANSWERED, "Mara Holt")
     rag = result.steps[0]
     assert rag.structured and rag.verdict == "answered"
-    step = next(s for s in script.seen if isinstance(s, sr.Generate))
+    step = next(s for s in script.seen if isinstance(s, sr.flow.Generate))
     assert step.structured is not None and step.structured.required
     assert step.structured.schema["required"] == ["answerable", "answer"]
     assert "unanswerable" not in step.structured.prompt  # no sentinel needed
@@ -104,7 +104,7 @@ def test_function_handler_structured() -> None:
         long_context="doc",
     )
     cfg = sr.RouteConfig(verdict="structured")
-    result = sr.run_flow(sr.self_route_flow("How long?", cfg), handler)
+    result = sr.flow.run_flow(sr.flow.self_route_flow("How long?", cfg), handler)
     assert result.answer == "Thirty-one years." and len(calls) == 1
     assert json.loads(result.steps[0].output or "")["answerable"] is True
 
@@ -121,8 +121,10 @@ def test_ladder_climbs_until_an_answer() -> None:
     )
     assert (result.route, result.answer, result.k_used) == (R, "The log's page 12.", 20)
     retrieve = script.seen[0]
-    assert isinstance(retrieve, sr.Retrieve) and retrieve.k == 20  # one retrieval, largest rung
-    rag_steps = [s for s in script.seen if isinstance(s, sr.Generate)]
+    assert (
+        isinstance(retrieve, sr.flow.Retrieve) and retrieve.k == 20
+    )  # one retrieval, largest rung
+    rag_steps = [s for s in script.seen if isinstance(s, sr.flow.Generate)]
     assert [s.k for s in rag_steps] == [5, 20]
     assert "page 19" in rag_steps[1].prompt and "page 19" not in rag_steps[0].prompt
     assert [s.k for s in result.steps] == [5, 20]
@@ -136,7 +138,7 @@ def test_ladder_ends_in_long_context() -> None:
     assert result.route is LC and [s.k for s in result.steps] == [2, 5, 10, None]
     assert script.stages() == ["retrieve", "rag", "rag", "rag", "answer", "long_context"]
     # the long context is the parents of the top-k chunks, whatever the ladder showed
-    load = next(s for s in script.seen if isinstance(s, sr.LoadLongContext))
+    load = next(s for s in script.seen if isinstance(s, sr.flow.LoadLongContext))
     assert len(load.passages) == 2
 
 
@@ -234,7 +236,7 @@ def test_over_budget_abstains() -> None:
 
 def test_long_context_prompt_allows_declining() -> None:
     _, script = both({"rag": "unanswerable"})
-    lc = [s for s in script.seen if isinstance(s, sr.Generate)][-1]
+    lc = [s for s in script.seen if isinstance(s, sr.flow.Generate)][-1]
     assert 'write "unanswerable"' in lc.prompt
 
 
@@ -288,7 +290,7 @@ def test_every_combination(rag_kind: str, lc_kind: str, grounded: bool) -> None:
             assert not result.disputed
         else:  # without grounding the fabrication cannot be told apart: flagged, not hidden
             assert result.disputed
-    steps = [s for s in script.seen if isinstance(s, sr.Generate)]
+    steps = [s for s in script.seen if isinstance(s, sr.flow.Generate)]
     assert all(s.grounded is grounded for s in steps)
     assert all(("Quote:" in s.prompt) is grounded for s in steps)
 
@@ -310,7 +312,7 @@ def test_grounded_with_structured_output() -> None:
     }
     result, script = both({"structured": ok}, verdict="structured", grounded=True)
     assert result.route is R and result.verified is True
-    step = next(s for s in script.seen if isinstance(s, sr.Generate))
+    step = next(s for s in script.seen if isinstance(s, sr.flow.Generate))
     assert step.structured is not None and "quotes" in step.structured.schema["required"]
     bad = dict(ok, quotes=["kept the lamp for ninety years"])
     result, _ = both(
@@ -321,9 +323,9 @@ def test_grounded_with_structured_output() -> None:
 
 # -- streaming with held text -----------------------------------------------------------------
 def _stream(script: Scripted, **config: Any) -> tuple[str, list[Any]]:
-    flow = sr.self_route_flow("Who kept the lamp?", sr.RouteConfig(**config))
-    events = list(sr.drive(flow, script, stream=True))
-    text = "".join(e.text for e in events if isinstance(e, sr.TokenEvent))
+    flow = sr.flow.self_route_flow("Who kept the lamp?", sr.RouteConfig(**config))
+    events = list(sr.flow.drive(flow, script, stream=True))
+    text = "".join(e.text for e in events if isinstance(e, sr.flow.TokenEvent))
     return text, events
 
 
@@ -361,11 +363,11 @@ class Timed(Scripted):
     rag_delay = 0.05
     lc_delay = 0.08
 
-    async def agenerate(self, step: sr.Generate) -> sr.Generation:
+    async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
         await asyncio.sleep(self.rag_delay if step.stage is sr.Stage.RAG else self.lc_delay)
         return self._generation(step)
 
-    def generate(self, step: sr.Generate) -> sr.Generation:
+    def generate(self, step: sr.flow.Generate) -> sr.Generation:
         import time
 
         time.sleep(self.rag_delay if step.stage is sr.Stage.RAG else self.lc_delay)
@@ -410,19 +412,19 @@ def test_speculation_saves_the_rag_latency_when_it_escalates() -> None:
 
 def test_speculation_sync_driver_and_streaming() -> None:
     script = Timed(rag="unanswerable")
-    flow = sr.self_route_flow("Who kept the lamp?", sr.RouteConfig(speculate_below=2.0))
-    events = list(sr.drive(flow, script, stream=True))
+    flow = sr.flow.self_route_flow("Who kept the lamp?", sr.RouteConfig(speculate_below=2.0))
+    events = list(sr.flow.drive(flow, script, stream=True))
     result = events[-1].result
-    text = "".join(e.text for e in events if isinstance(e, sr.TokenEvent))
+    text = "".join(e.text for e in events if isinstance(e, sr.flow.TokenEvent))
     assert result.route is LC and text == result.answer == "In 1901."
-    assert any(isinstance(e, sr.RouteEvent) and e.route is LC for e in events)
+    assert any(isinstance(e, sr.flow.RouteEvent) and e.route is LC for e in events)
 
 
 def test_cancelled_run_cancels_the_speculative_call() -> None:
     started: list[asyncio.Task[Any]] = []
 
     class Hanging(Scripted):
-        async def agenerate(self, step: sr.Generate) -> sr.Generation:
+        async def agenerate(self, step: sr.flow.Generate) -> sr.Generation:
             started.append(asyncio.current_task())  # type: ignore[arg-type]
             await asyncio.sleep(30)
             return self._generation(step)
@@ -454,9 +456,9 @@ def test_structured_verdict_survives_streaming(answerable: bool) -> None:
         generate_structured=lambda p, schema: obj,
         long_context="Mara Holt kept it thirty-one years.",
     )
-    flow = sr.self_route_flow("How long?", sr.RouteConfig(verdict="structured"))
-    events = list(sr.drive(flow, handler, stream=True))
+    flow = sr.flow.self_route_flow("How long?", sr.RouteConfig(verdict="structured"))
+    events = list(sr.flow.drive(flow, handler, stream=True))
     result = events[-1].result
-    text = "".join(e.text for e in events if isinstance(e, sr.TokenEvent))
+    text = "".join(e.text for e in events if isinstance(e, sr.flow.TokenEvent))
     assert result.steps[0].structured and result.route is (R if answerable else LC)
     assert text == result.answer and "answerable" not in text

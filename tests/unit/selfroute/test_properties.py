@@ -78,7 +78,7 @@ def test_parse_verdict_never_raises(text: str | None, strict: bool) -> None:
     v = sr.parse_verdict(text, strict=strict)
     assert isinstance(v.kind, sr.VerdictKind) and isinstance(v.answer, str)
     assert v.declined is not v.answered
-    assert isinstance(sr.could_start_decline(text or "", strict=strict), bool)
+    assert isinstance(sr.flow.could_start_decline(text or "", strict=strict), bool)
 
 
 @FAST

@@ -31,8 +31,8 @@ LATE = "Her birth year is not mentioned in the passages."
 QUESTION = "When was she born?"
 
 
-def _feed(text: str, **kw: Any) -> tuple[str, sr.SentinelSniffer]:
-    sniffer = sr.SentinelSniffer(**kw)
+def _feed(text: str, **kw: Any) -> tuple[str, sr.flow.SentinelSniffer]:
+    sniffer = sr.flow.SentinelSniffer(**kw)
     return "".join(sniffer.feed(t) for t in tokens(text)), sniffer
 
 
@@ -54,7 +54,7 @@ def test_a_decline_seen_mid_sentence_waits_for_the_sentence_end_past_the_cap() -
 
 
 def test_an_answer_is_released_when_its_first_sentence_ends() -> None:
-    sniffer = sr.SentinelSniffer(hold_chars=500)
+    sniffer = sr.flow.SentinelSniffer(hold_chars=500)
     out = [sniffer.feed(t) for t in tokens("She was born in 1901. She grew up in Ohio.")]
     first = next(i for i, o in enumerate(out) if o)
     assert "".join(out[: first + 1]).startswith("She was born in 1901.")
@@ -63,7 +63,7 @@ def test_an_answer_is_released_when_its_first_sentence_ends() -> None:
 
 def test_a_long_first_sentence_is_released_at_the_cap() -> None:
     text = "She was born in a small farmhouse on the edge of the county in the spring of 1901"
-    sniffer = sr.SentinelSniffer(hold_chars=30)
+    sniffer = sr.flow.SentinelSniffer(hold_chars=30)
     received = 0
     for t in tokens(text):
         received += len(t)
@@ -73,7 +73,7 @@ def test_a_long_first_sentence_is_released_at_the_cap() -> None:
 
 
 def test_markup_before_the_first_word_is_not_judged_a_decline() -> None:
-    sniffer = sr.SentinelSniffer(hold_chars=10)
+    sniffer = sr.flow.SentinelSniffer(hold_chars=10)
     out = [sniffer.feed(t) for t in ["* ", "Paris", " is", " the", " capital", " of", " France"]]
     assert "".join(out).startswith("* Paris is the")  # released at the cap, not held as garbled
 
@@ -112,16 +112,18 @@ def _script() -> Scripted:
     return Scripted(rag=LATE, rag_chunks=tokens(LATE))
 
 
-def _sync(**config: Any) -> list[sr.FlowEvent]:
+def _sync(**config: Any) -> list[sr.flow.FlowEvent]:
     return list(
-        sr.drive(sr.self_route_flow(QUESTION, sr.RouteConfig(**config)), _script(), stream=True)
+        sr.flow.drive(
+            sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config)), _script(), stream=True
+        )
     )
 
 
-def _async(**config: Any) -> list[sr.FlowEvent]:
-    async def collect() -> list[sr.FlowEvent]:
-        flow = sr.self_route_flow(QUESTION, sr.RouteConfig(**config))
-        return [e async for e in sr.adrive(flow, _script(), stream=True)]
+def _async(**config: Any) -> list[sr.flow.FlowEvent]:
+    async def collect() -> list[sr.flow.FlowEvent]:
+        flow = sr.flow.self_route_flow(QUESTION, sr.RouteConfig(**config))
+        return [e async for e in sr.flow.adrive(flow, _script(), stream=True)]
 
     return asyncio.run(collect())
 
@@ -129,12 +131,12 @@ def _async(**config: Any) -> list[sr.FlowEvent]:
 @pytest.mark.parametrize("run", [_sync, _async], ids=["drive", "adrive"])
 def test_both_drivers_hold_the_late_decline(run: Any) -> None:
     held = run(stream_hold_chars=80)
-    assert not any(isinstance(e, sr.TokenEvent) and e.stage is sr.Stage.RAG for e in held)
-    routes = [e for e in held if isinstance(e, sr.RouteEvent)]
-    assert routes == [sr.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
+    assert not any(isinstance(e, sr.flow.TokenEvent) and e.stage is sr.Stage.RAG for e in held)
+    routes = [e for e in held if isinstance(e, sr.flow.RouteEvent)]
+    assert routes == [sr.flow.RouteEvent(sr.Route.LONG_CONTEXT, None, retracted=False)]
     assert held[-1].result.reason is sr.Reason.REFUSED  # type: ignore[union-attr]
     shown = run()  # the default: shown, then retracted
-    assert any(isinstance(e, sr.RouteEvent) and e.retracted for e in shown)
+    assert any(isinstance(e, sr.flow.RouteEvent) and e.retracted for e in shown)
 
 
 @pytest.mark.parametrize("run", [_sync, _async], ids=["drive", "adrive"])
@@ -146,8 +148,8 @@ def test_both_drivers_stream_an_answer_with_a_hold(run: Any) -> None:
 
     events = (
         list(
-            sr.drive(
-                sr.self_route_flow(QUESTION, sr.RouteConfig(stream_hold_chars=80)),
+            sr.flow.drive(
+                sr.flow.self_route_flow(QUESTION, sr.RouteConfig(stream_hold_chars=80)),
                 script(),
                 stream=True,
             )
@@ -155,14 +157,14 @@ def test_both_drivers_stream_an_answer_with_a_hold(run: Any) -> None:
         if run is _sync
         else asyncio.run(_collect(script()))
     )
-    texts = [e.text for e in events if isinstance(e, sr.TokenEvent)]
+    texts = [e.text for e in events if isinstance(e, sr.flow.TokenEvent)]
     assert len(texts) > 3 and "".join(texts) == answer  # streamed after the first sentence
     assert events[-1].result.route is sr.Route.RAG  # type: ignore[union-attr]
 
 
-async def _collect(script: Scripted) -> list[sr.FlowEvent]:
-    flow = sr.self_route_flow(QUESTION, sr.RouteConfig(stream_hold_chars=80))
-    return [e async for e in sr.adrive(flow, script, stream=True)]
+async def _collect(script: Scripted) -> list[sr.flow.FlowEvent]:
+    flow = sr.flow.self_route_flow(QUESTION, sr.RouteConfig(stream_hold_chars=80))
+    return [e async for e in sr.flow.adrive(flow, script, stream=True)]
 
 
 @GRAMMAR

@@ -12,8 +12,8 @@ import selfroute as sr
 from selfroute._verdict import _clean, _kind, _norm, _sentences, strip_reasoning
 
 
-def _feed(pieces: list[str], **kw: object) -> tuple[list[str], sr.SentinelSniffer]:
-    sniffer = sr.SentinelSniffer(**kw)  # type: ignore[arg-type]
+def _feed(pieces: list[str], **kw: object) -> tuple[list[str], sr.flow.SentinelSniffer]:
+    sniffer = sr.flow.SentinelSniffer(**kw)  # type: ignore[arg-type]
     return [sniffer.feed(p) for p in pieces], sniffer
 
 
@@ -92,7 +92,7 @@ def test_min_chars_holds_short_prefixes() -> None:
 
 
 def test_remainder_completes_the_final_answer() -> None:
-    sniffer = sr.SentinelSniffer()
+    sniffer = sr.flow.SentinelSniffer()
     shown = sniffer.feed("Thirty-one")
     assert shown == "Thirty-one"
     assert sniffer.remainder("Thirty-one years.") == " years."
@@ -149,7 +149,7 @@ def test_streamed_and_parsed_verdicts_agree_on_structural_declines() -> None:
         "Based on the provided chunks from the paper, there is no discussion of the dataset size.",
         "I looked through the passages but couldn't find the answer.",
     ]:
-        sniffer = sr.SentinelSniffer()
+        sniffer = sr.flow.SentinelSniffer()
         shown = "".join(sniffer.feed(w + " ") for w in text.split(" "))
         assert shown == "" and sr.parse_verdict(text).declined, text
 
@@ -166,7 +166,7 @@ def _opening_declines_shown(path: str, hold_chars: int = 0) -> tuple[int, list[s
         if next((k for k in kinds if k != "P"), "P") not in "RQFP":
             continue  # content first: only the end of the answer can tell (retracted)
         total += 1
-        sniffer = sr.SentinelSniffer(hold_chars=hold_chars)
+        sniffer = sr.flow.SentinelSniffer(hold_chars=hold_chars)
         for i in range(0, len(text), 4):
             sniffer.feed(text[i : i + 4])
         if sniffer.released:

@@ -74,7 +74,9 @@ def test_without_tiktoken_the_heuristic_is_labelled(
         retrieve=lambda q, k: [sr.Passage("Mara kept the lamp.")],
         generate=lambda prompt: "Mara.",
     )
-    result = sr.run_flow(sr.self_route_flow("Who?", sr.RouteConfig(token_counter=counter)), handler)
+    result = sr.flow.run_flow(
+        sr.flow.self_route_flow("Who?", sr.RouteConfig(token_counter=counter)), handler
+    )
     assert result.steps[0].usage.source == "heuristic" and result.steps[0].usage.is_estimate
 
 

@@ -238,7 +238,7 @@ def test_bad_sentinel_is_a_configuration_error(sentinel: object) -> None:
     with pytest.raises(sr.ConfigurationError, match="sentinel"):
         sr.parse_verdict("Paris", sentinel=sentinel)  # type: ignore[arg-type]
     with pytest.raises(sr.ConfigurationError, match="sentinel"):
-        sr.could_start_decline("Paris", sentinel=sentinel)  # type: ignore[arg-type]
+        sr.flow.could_start_decline("Paris", sentinel=sentinel)  # type: ignore[arg-type]
 
 
 def test_non_string_output_is_stringified() -> None:
@@ -278,11 +278,11 @@ def test_verdict_properties() -> None:
     ],
 )
 def test_could_start_decline(prefix: str, held: bool) -> None:
-    assert sr.could_start_decline(prefix) is held
+    assert sr.flow.could_start_decline(prefix) is held
 
 
 def test_could_start_decline_strict_only_holds_the_sentinel() -> None:
-    assert sr.could_start_decline("Unans", strict=True)
-    assert not sr.could_start_decline("The text does", strict=True)
-    assert sr.could_start_decline("NO_A", sentinel="NO_ANSWER", strict=True)
-    assert not sr.could_start_decline("Unans", sentinel="NO_ANSWER", strict=True)
+    assert sr.flow.could_start_decline("Unans", strict=True)
+    assert not sr.flow.could_start_decline("The text does", strict=True)
+    assert sr.flow.could_start_decline("NO_A", sentinel="NO_ANSWER", strict=True)
+    assert not sr.flow.could_start_decline("Unans", sentinel="NO_ANSWER", strict=True)

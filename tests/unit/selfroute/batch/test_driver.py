@@ -18,7 +18,6 @@ from selfroute import (
     BatchRequest,
     ConfigurationError,
     FunctionHandler,
-    Generate,
     LexicalIndex,
     LocalBatchBackend,
     LongContextBudget,
@@ -27,9 +26,8 @@ from selfroute import (
     Route,
     RouteConfig,
     Stage,
-    run_flow,
-    self_route_flow,
 )
+from selfroute.flow import Generate, run_flow, self_route_flow
 
 FACTS = [f"The badge number of guard {n} is B{n * 13:04d}." for n in range(12)]
 TEXT = " ".join(
@@ -312,18 +310,30 @@ def test_a_second_run_of_one_job_file_refuses_while_the_first_holds_it(tmp_path:
     path = tmp_path / "job.json"
     be = backend()
     first = BatchJob(
-        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=be,
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     )
     with pytest.raises(sr.ConfigurationError, match=r"in use by another run.*nothing"):
         BatchJob(
-            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            QUESTIONS,
+            handler=handler(),
+            backend=be,
+            config=RouteConfig(k=2),
+            job_file=path,
             poll_interval_s=0,
         ).results()
     assert be.submitted == []  # the refused run sent nothing
     assert all(o.ok for o in first.results())
     again = BatchJob(
-        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=be,
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     )
     assert all(o.ok for o in again.results())  # released once the first run collected
@@ -344,14 +354,22 @@ def test_a_damaged_job_file_is_refused_naming_it_and_sends_nothing(
 ) -> None:
     path = tmp_path / "job.json"
     BatchJob(
-        QUESTIONS, handler=handler(), backend=backend(), config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=backend(),
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     ).results()
     path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
     be = backend()
     with pytest.raises(sr.ConfigurationError, match=says) as caught:
         BatchJob(
-            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            QUESTIONS,
+            handler=handler(),
+            backend=be,
+            config=RouteConfig(k=2),
+            job_file=path,
             poll_interval_s=0,
         ).results()
     assert str(path) in str(caught.value) or path.name in str(caught.value)

@@ -7,15 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selfroute import (
-    ConfigurationError,
-    Generation,
-    Passage,
-    PreRoute,
-    RouteConfig,
-    Usage,
-    load_structured,
-)
+from selfroute import ConfigurationError, Generation, Passage, PreRoute, RouteConfig, Usage
 from selfroute.eval import (
     EvalItem,
     LatencyModel,
@@ -25,6 +17,7 @@ from selfroute.eval import (
     evaluate,
 )
 from selfroute.eval.cli import main
+from selfroute.flow import load_structured
 from tests.unit.selfroute.eval._fakes import ITEMS, PARAGRAPHS, ScriptedReader, item
 
 CFG = RouteConfig(chunk_words=20)

@@ -8,13 +8,11 @@ from selfroute import (
     GROUNDING_PREFIX,
     ConfigurationError,
     Stage,
-    StructuredRequest,
     check_grounding,
-    locate_quote,
     parse_structured_verdict,
-    split_quotes,
     verdict_schema,
 )
+from selfroute._grounding import locate_quote, split_quotes
 from selfroute.eval import (
     FabricatingOracleReader,
     LatencyModel,
@@ -23,6 +21,7 @@ from selfroute.eval import (
     load_sample,
     supporting_sentence,
 )
+from selfroute.flow import StructuredRequest
 from tests.unit.selfroute.eval._fakes import DOCUMENT, PARAGRAPHS, item
 
 GRANITE = item("granite", "What was the lighthouse at Grey Point built from?", ("granite blocks",))

@@ -41,7 +41,9 @@ def gen(text: str, usage: sr.Usage | None = None, **kw: Any) -> sr.Generation:
     return sr.Generation(text, usage=usage, model=kw.pop("model", "m"), **kw)
 
 
-def run_stage(stage: Generator[sr.Step, Any, Any], answers: Sequence[Any]) -> tuple[list[Any], Any]:
+def run_stage(
+    stage: Generator[sr.flow.Step, Any, Any], answers: Sequence[Any]
+) -> tuple[list[Any], Any]:
     """Drive ``stage`` to its end: each yielded step gets the next of ``answers`` (an exception
     is thrown in). Returns the steps it yielded and its return value."""
     steps: list[Any] = []

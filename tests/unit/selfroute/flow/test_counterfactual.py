@@ -15,7 +15,7 @@ def test_counts_the_long_context_always_lc_would_send() -> None:
     st = retrieved(state(), passages(2))
     docs = [sr.ContextDocument(" ".join(TEXTS), "doc-1")]
     steps, priced = run_stage(price_always_lc(st), [docs])
-    assert steps == [sr.LoadLongContext(QUESTION, st.parents_of, purpose="counterfactual")]
+    assert steps == [sr.flow.LoadLongContext(QUESTION, st.parents_of, purpose="counterfactual")]
     lc = fit_long_context(QUESTION, docs, st.config, [p.text for p in st.passages])
     assert priced == Priced(lc.tokens, "tokenizer", lc.fitted)
 

@@ -32,8 +32,8 @@ def test_loads_fits_calls_and_classifies() -> None:
     steps, result = run_stage(long_context(st), [DOC, gen("In 1901.", sr.Usage.of(300, 4))])
     lc = fit_long_context(QUESTION, DOC, st.config, [p.text for p in st.passages])
     assert steps == [
-        sr.LoadLongContext(QUESTION, st.parents_of, purpose="answer"),
-        sr.Generate(sr.Stage.LONG_CONTEXT, lc.prompt, QUESTION),
+        sr.flow.LoadLongContext(QUESTION, st.parents_of, purpose="answer"),
+        sr.flow.Generate(sr.Stage.LONG_CONTEXT, lc.prompt, QUESTION),
     ]
     assert (result.route, result.reason, result.answer) == (
         sr.Route.LONG_CONTEXT,
@@ -101,7 +101,7 @@ def test_a_speculative_call_is_settled_instead_of_loading() -> None:
     _, st = run_stage(start_speculation(st), [DOC, "handle"])
     st = st.evolve(reason=sr.Reason.DECLINED)
     steps, result = run_stage(long_context(st), [gen("In 1901.")])
-    assert steps == [sr.Settle("handle")] and result.answer == "In 1901."
+    assert steps == [sr.flow.Settle("handle")] and result.answer == "In 1901."
     with pytest.raises(sr.LongContextError):
         run_stage(long_context(st), [RuntimeError("died")])
 

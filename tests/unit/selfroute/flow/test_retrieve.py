@@ -14,7 +14,7 @@ def test_asks_for_the_largest_rung_and_keeps_the_top_k() -> None:
     st = state(k=2, k_ladder=(4,), retrieval_timeout_s=3.0)
     ranked = passages(6)
     steps, out = run_stage(retrieve(st), [ranked])
-    assert steps == [sr.Retrieve(QUESTION, 4, 3.0)]
+    assert steps == [sr.flow.Retrieve(QUESTION, 4, 3.0)]
     assert out.ranked == ranked[:4]  # a retriever that returns more is cut to the largest rung
     assert out.passages == out.parents_of == ranked[:2]
     assert out.reason is None and out.error is None and not out.retrieval_failed

@@ -36,10 +36,10 @@ def test_weak_evidence_loads_fits_and_starts_the_long_context_call() -> None:
     st = retrieved(state(speculate_below=0.5, grounded=True), passages(2, score=0.2))
     steps, out = run_stage(start_speculation(st), [DOC, "handle"])
     load, spec = steps
-    assert load == sr.LoadLongContext(QUESTION, st.parents_of, purpose="answer")
+    assert load == sr.flow.LoadLongContext(QUESTION, st.parents_of, purpose="answer")
     expected = fit_long_context(QUESTION, DOC, st.config, [p.text for p in st.passages])
-    assert spec == sr.Speculate(
-        sr.Generate(
+    assert spec == sr.flow.Speculate(
+        sr.flow.Generate(
             sr.Stage.LONG_CONTEXT, expected.prompt, QUESTION, grounded=True, speculative=True
         )
     )
@@ -82,7 +82,7 @@ def test_cancel_records_the_wasted_call_and_prices_from_the_fitted_context() -> 
     spec = st.speculation
     assert spec is not None
     steps, (out, priced) = run_stage(cancel_speculation(st), [None])
-    assert steps == [sr.Settle("handle", cancel=True)]
+    assert steps == [sr.flow.Settle("handle", cancel=True)]
     (wasted,) = out.steps
     assert wasted.wasted and wasted.error == "cancelled: the RAG step answered"
     assert wasted.usage.input_tokens == spec.lc.tokens and wasted.usage.output_tokens == 0
@@ -99,6 +99,6 @@ def test_cancel_records_the_wasted_call_and_prices_from_the_fitted_context() -> 
 def test_settle_waits_for_the_call_and_rejects_non_generations() -> None:
     st = _speculating()
     steps, out = run_stage(settle_speculation(st), [gen("In 1901.")])
-    assert steps == [sr.Settle("handle")] and out.text == "In 1901."
+    assert steps == [sr.flow.Settle("handle")] and out.text == "In 1901."
     with pytest.raises(sr.ModelOutputError, match="expected Generation"):
         run_stage(settle_speculation(st), ["text"])

@@ -112,8 +112,8 @@ def test_core_flow_runs_over_the_store(indexed: DocumentStore) -> None:
     handler = sr.FunctionHandler(
         retrieve=retriever, generate=model, long_context=lambda q, p: retriever.long_context(p)
     )
-    result = sr.run_flow(
-        sr.self_route_flow("Who developed the concept of packet switching?"), handler
+    result = sr.flow.run_flow(
+        sr.flow.self_route_flow("Who developed the concept of packet switching?"), handler
     )
     assert result.route is sr.Route.LONG_CONTEXT and result.answer == "Paul Baran."
     assert "Paul Baran" in prompts[1]  # the whole parent document reached the LC prompt
