@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ class FakeChatModel(BaseChatModel):
         text = reply_for(prompt)
         message = AIMessage(
             content=text,
-            usage_metadata=_usage(prompt, text),  # type: ignore[arg-type]
+            usage_metadata=_usage(prompt, text),
             response_metadata={"model_name": self.model_name},
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -147,7 +147,7 @@ class FakeLlamaLLM(CustomLLM):
     ) -> CompletionResponseGen:
         text = reply_for(prompt)
 
-        def gen() -> Iterator[CompletionResponse]:
+        def gen() -> Generator[CompletionResponse, None, None]:
             so_far = ""
             for piece in stream_pieces(text):
                 so_far += piece
@@ -159,13 +159,14 @@ class FakeLlamaLLM(CustomLLM):
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
-        return self.complete(prompt, formatted=formatted, **kwargs)
+        response: CompletionResponse = self.complete(prompt, formatted=formatted, **kwargs)
+        return response
 
     @llm_completion_callback()
     async def astream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseAsyncGen:
-        async def gen() -> AsyncIterator[CompletionResponse]:
+        async def gen() -> AsyncGenerator[CompletionResponse, None]:
             for r in self.stream_complete(prompt, formatted=formatted, **kwargs):
                 yield r
 

@@ -57,7 +57,7 @@ def _dense(chunks: Sequence[sr.Chunk]) -> Search:
     embedder = cls()
     matrix = np.asarray(embedder.embed_documents([c.text for c in chunks]), dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    matrix = matrix / np.where(norms == 0, 1.0, norms)
+    matrix = np.asarray(matrix / np.where(norms == 0, 1.0, norms), dtype=np.float32)
 
     def search(question: str, k: int) -> list[sr.Passage]:
         q = np.asarray(embedder.embed_query(question), dtype=np.float32)

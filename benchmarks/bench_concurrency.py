@@ -12,6 +12,7 @@ baselines.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -84,12 +85,12 @@ def run(ctx: BenchContext) -> BenchResult:
             rows = []
             for name, bare_fn, base_fn, ours_fn in pipelines:
                 if not ctx.quick:  # warm up connections and lazy imports
-                    await _timed(lambda b=base_fn: b(8))
-                    await _timed(lambda o=ours_fn: o(8))
+                    await _timed(functools.partial(base_fn, 8))
+                    await _timed(functools.partial(ours_fn, 8))
                 for level in levels:
-                    bare = await _timed(lambda f=bare_fn, c=level: f(c))
-                    b_wall = await _timed(lambda b=base_fn, c=level: b(c))
-                    o_wall = await _timed(lambda o=ours_fn, c=level: o(c))
+                    bare = await _timed(functools.partial(bare_fn, level))
+                    b_wall = await _timed(functools.partial(base_fn, level))
+                    o_wall = await _timed(functools.partial(ours_fn, level))
                     rows.append((name, level, bare, b_wall, o_wall))
             return rows
 

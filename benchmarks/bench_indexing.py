@@ -67,11 +67,11 @@ def _ours(docs: list[tuple[str, str]], path: str) -> int:
     from chromadb.config import Settings
 
     import selfroute as sr
-    from selfroute._embeddings import chroma_embedding_function
 
     client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
+    embedding: Any = sr.chroma_embedding_function()  # chromadb's type names numpy vectors too
     collection = client.create_collection(
-        "bench", embedding_function=chroma_embedding_function(), metadata={"hnsw:space": "cosine"}
+        "bench", embedding_function=embedding, metadata={"hnsw:space": "cosine"}
     )
     batch = client.get_max_batch_size()
     chunks = [c for did, text in docs for c in sr.chunk_text(text, doc_id=did)]

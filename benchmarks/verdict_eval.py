@@ -10,12 +10,10 @@ Usage::
 
     python -m benchmarks.verdict_eval FILE.jsonl [FILE.jsonl ...] [--sentinel TEXT] [--errors N]
     python -m benchmarks.verdict_eval tests/fixtures/refusals/*.jsonl --json
-    python -m benchmarks.verdict_eval FILE.jsonl --scope-model   # + the experimental scope model
 
-``--scope-model`` adds the learned scope model of :mod:`benchmarks.scope_model` (an experiment, not
-``parse_verdict``'s default; docs/verdict.md, "A learned scope model"), trained in this process on
-the vendored fixtures (seconds, numpy), or read from ``--scope-weights PATH`` (a file
-``python -m benchmarks.train_verdict_model --write PATH`` saved).
+``python -m experiments.scope_model.measure eval FILE.jsonl`` prints the same tables with the
+experimental learned scope model as one more setting (``experiments/README.md``): it calls
+:func:`parser` and :func:`report` with its settings added.
 
 It runs against whichever ``selfroute`` is importable, so the same script measures an older
 checkout: run it *from* that checkout (``cd /path/to/old && python -m benchmarks.verdict_eval
@@ -34,14 +32,22 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import selfroute as sr
 
-if TYPE_CHECKING:
-    from benchmarks.scope_model import ScopeModel
-
-__all__ = ["BASELINE", "Confusion", "Setting", "evaluate", "load", "main", "settings"]
+__all__ = [
+    "BASELINE",
+    "Confusion",
+    "Setting",
+    "evaluate",
+    "load",
+    "main",
+    "parser",
+    "report",
+    "settings",
+    "takes_question",
+]
 
 Row = dict[str, Any]
 
@@ -141,24 +147,25 @@ def load(paths: Iterable[Path]) -> list[Row]:
     return rows
 
 
-def _takes_question() -> bool:
+def takes_question() -> bool:
+    """Whether the importable ``parse_verdict`` takes the question (an older one may not)."""
     return "question" in inspect.signature(sr.parse_verdict).parameters
 
 
-def settings(sentinel: str | None = None, scope: ScopeModel | None = None) -> list[Setting]:
+def settings(sentinel: str | None = None, extra: Sequence[Setting] = ()) -> list[Setting]:
     """The configurations measured: default/strict x with/without question x sentinels.
 
     Args:
         sentinel: A configured sentinel measured beside the default one.
-        scope: A learned scope model (experimental), measured with the default sentinel.
+        extra: More configurations (an experiment's detector), measured last.
 
     Returns:
-        The baseline regex first, then the detector's configurations.
+        The baseline regex first, then the detector's configurations, then ``extra``.
     """
     sentinels = [("default sentinel", sr.DEFAULT_SENTINEL)]
     if sentinel:
         sentinels.append((f"sentinel {sentinel!r}", sentinel))
-    with_q = _takes_question()
+    with_q = takes_question()
     out = [
         Setting("plain refusal regex (baseline)", lambda r: bool(BASELINE.search(r["prediction"])))
     ]
@@ -170,24 +177,8 @@ def settings(sentinel: str | None = None, scope: ScopeModel | None = None) -> li
                 out.append(
                     Setting(f"{mode}, {label}, with question", _predictor(sent, strict, True))
                 )
-    if scope is not None:
-        # not the default: docs/verdict.md, "A learned scope model"
-        out.append(Setting("scope model (experimental)", _scope_predictor(scope, question=False)))
-        if with_q:
-            out.append(
-                Setting("scope model (experimental), with question", _scope_predictor(scope, True))
-            )
+    out.extend(extra)
     return out
-
-
-def _scope_predictor(model: ScopeModel, question: bool) -> Callable[[Row], bool]:
-    from benchmarks.scope_model import model_verdict
-
-    def predict(row: Row) -> bool:
-        q = row.get("question") if question else None
-        return model_verdict(row["prediction"], model, question=q or None).declined
-
-    return predict
 
 
 def _predictor(sentinel: str, strict: bool, question: bool) -> Callable[[Row], bool]:
@@ -237,28 +228,27 @@ def _errors(rows: Sequence[Row], setting: Setting, limit: int) -> str:
     return "\n".join(out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the tables (markdown) or, with ``--json``, the numbers."""
+def parser() -> argparse.ArgumentParser:
+    """The command line's options (an experiment adds its own to them)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--sentinel", help="also measure with this sentinel configured")
     ap.add_argument("--by", action="append", default=None, help="group by this field (repeat)")
     ap.add_argument("--errors", type=int, default=0, help="list up to N errors per setting")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument(
-        "--scope-model", action="store_true", help="also measure the experimental scope model"
-    )
-    ap.add_argument(
-        "--scope-weights", type=Path, metavar="PATH", help="... with these saved weights"
-    )
-    args = ap.parse_args(argv)
-    rows = load(args.files)
-    scope = None
-    if args.scope_model or args.scope_weights:  # imported only then: an older checkout lacks it
-        from benchmarks.scope_model import requested_model
+    return ap
 
-        scope = requested_model(args.scope_model, args.scope_weights)
-    sets = settings(args.sentinel, scope)
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the tables (markdown) or, with ``--json``, the numbers."""
+    return report(parser().parse_args(argv))
+
+
+def report(args: argparse.Namespace, extra: Sequence[Setting] = ()) -> int:
+    """Print the tables (or the JSON) of the parsed options, with ``extra`` settings measured last;
+    returns the exit code."""
+    rows = load(args.files)
+    sets = settings(args.sentinel, extra)
     keys: list[str | None] = [None, *(args.by or ["source", "model"])]
     if args.json:
         report = {

@@ -10,12 +10,12 @@ Nothing here is asserted on timing.
 
 Usage::
 
-    python -m benchmarks.verdict_speed [--repeat 5] [--shared] [--scope-model] [FILE.jsonl ...]
+    python -m benchmarks.verdict_speed [--repeat 5] [--shared] [FILE.jsonl ...]
 
 ``--shared`` adds the raw LongBench Qasper and InfiniteBench predictions of
 ``../shared/data/refusals/`` (4,660 outputs, mostly short answers), when present.
-``--scope-model`` also times the experimental learned scope model (:mod:`benchmarks.scope_model`),
-trained first (outside the timing) or read from ``--scope-weights PATH``.
+``python -m experiments.scope_model.measure speed`` also times the experimental learned scope
+model (``experiments/README.md``): it calls :func:`parser` and :func:`report` with its variants.
 """
 
 from __future__ import annotations
@@ -26,17 +26,26 @@ import os
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import selfroute as sr
 from benchmarks._common import REPO_ROOT
 
-if TYPE_CHECKING:
-    from benchmarks.scope_model import ScopeModel
+__all__ = [
+    "BASELINE",
+    "SHARED_FILES",
+    "Variant",
+    "load_texts",
+    "main",
+    "measure",
+    "parser",
+    "percentile",
+    "report",
+]
 
-__all__ = ["BASELINE", "SHARED_FILES", "load_texts", "main", "measure", "percentile"]
+#: A detector timed on ``(text, question or None)``.
+Variant = Callable[[str, str | None], object]
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "refusals"
 #: Raw model outputs of the two tuning sources (unlabelled rows included; never RAGTruth's).
@@ -84,13 +93,16 @@ def _per_output(
 
 
 def measure(
-    rows: Sequence[tuple[str, str | None]], *, repeat: int = 5, scope: ScopeModel | None = None
+    rows: Sequence[tuple[str, str | None]],
+    *,
+    repeat: int = 5,
+    extra: Mapping[str, Variant] | None = None,
 ) -> dict[str, dict[str, float]]:
     """``{variant: {"p50", "p95", "mean"}}`` in seconds per output (and the baseline's).
 
-    ``scope``: also time the experimental scope model's ``model_verdict`` with these weights.
+    ``extra``: more detectors to time (an experiment's), after the others.
     """
-    variants: dict[str, Callable[[str, str | None], object]] = {
+    variants: dict[str, Variant] = {
         "baseline regex": lambda t, q: BASELINE.search(t),
         "parse_verdict default": lambda t, q: sr.parse_verdict(t),
         "parse_verdict strict": lambda t, q: sr.parse_verdict(t, strict=True),
@@ -98,14 +110,7 @@ def measure(
             t, question=q or "What is it?"
         ),
     }
-    if scope is not None:
-        from benchmarks.scope_model import model_verdict
-
-        model = scope
-        variants["scope model default"] = lambda t, q: model_verdict(t, model)
-        variants["scope model with question"] = lambda t, q: model_verdict(
-            t, model, question=q or "What is it?"
-        )
+    variants.update(extra or {})
     out: dict[str, dict[str, float]] = {}
     for name, fn in variants.items():
         times = _per_output(fn, rows, repeat)
@@ -117,26 +122,29 @@ def measure(
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table."""
+def parser() -> argparse.ArgumentParser:
+    """The command line's options (an experiment adds its own to them)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--shared", action="store_true", help="add the raw tuning-source outputs")
-    ap.add_argument("--scope-model", action="store_true", help="also time the scope model")
-    ap.add_argument("--scope-weights", type=Path, metavar="PATH", help="... with these weights")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table."""
+    return report(parser().parse_args(argv))
+
+
+def report(args: argparse.Namespace, extra: Mapping[str, Variant] | None = None) -> int:
+    """Time the detectors (and ``extra``, last) on the parsed options' files and print the table;
+    returns the exit code."""
     files = list(args.files or sorted(FIXTURES.glob("*.jsonl")))
     if args.shared:
         files += [f for f in SHARED_FILES if f.is_file()]
     rows = load_texts(files)
     chars = sum(len(t) for t, _ in rows) / max(1, len(rows))
-    scope = None
-    if args.scope_model or args.scope_weights:  # imported only then: an older checkout lacks it
-        from benchmarks.scope_model import requested_model
-
-        scope = requested_model(args.scope_model, args.scope_weights)
-    per = measure(rows, repeat=args.repeat, scope=scope)
+    per = measure(rows, repeat=args.repeat, extra=extra)
     base = per["baseline regex"]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(

@@ -13,7 +13,7 @@ docs/verdict.md keeps those rows; each was then promoted to tuning data for the 
   0.939); validation (counts only) in the set-4 round, then its errors read.
 * set 5 (``20261217``, kappa 0.95): held out at the set-4 round's freeze ``3bf0ddd`` 0.836 /
   0.793 (question 0.842 / 0.828; before that round 0.868 / 0.793): the round did not carry over.
-  Validation (counts only) for the experimental scope model (``benchmarks/scope_model.py``).
+  Validation (counts only) for the experimental scope model (``experiments/scope_model/``).
   Tuning since the verdict15g round (two of its rows among those motivating two rule changes;
   default 0.842 / 0.828, question 0.850 / 0.879).
 * set 6 (``20261218``, kappa 0.99): held out on the same rules 0.860 / 0.860 in every non-strict

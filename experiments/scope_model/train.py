@@ -1,20 +1,20 @@
 """Train (and cross-validate) the experimental learned scope model of the verdict parser.
 
-The model (:mod:`benchmarks.scope_model`; not part of ``selfroute``) is a logistic regression over
+The model (:mod:`experiments.scope_model.model`; not part of ``selfroute``) is a logistic regression over
 hashed binary features of the candidate decline sentence the rules found (or the first decline cue
 of an answer), its neighbours, its position and the question; the rules' own verdict is one of its
 features. It is trained on the vendored hand-labelled outputs of ``tests/fixtures/refusals/`` only,
 each output twice: without the question and with it (when the row has one). No weights are
 vendored: training takes a few seconds, so :func:`train_model` trains them in the process that
-needs them (``verdict_eval --scope-model``, ``verdict_speed --scope-model``), and ``--write`` saves
-them for ``--scope-weights PATH``.
+needs them (:mod:`experiments.scope_model.measure`), and ``--write`` saves them for
+``--scope-weights PATH``.
 
 Usage::
 
-    python -m benchmarks.train_verdict_model --cv            # leave-one-set-out table + set 5
-    python -m benchmarks.train_verdict_model --write [PATH]  # save the weights (default: a file
+    python -m experiments.scope_model.train --cv            # leave-one-set-out table + set 5
+    python -m experiments.scope_model.train --write [PATH]  # save the weights (default: a file
                                                              # in the temporary directory)
-    python -m benchmarks.train_verdict_model --check PATH    # exit 1 if PATH differs from a
+    python -m experiments.scope_model.train --check PATH    # exit 1 if PATH differs from a
                                                              # fresh training
 
 Variants (``--cv`` only): ``--extra`` adds labelled.jsonl to every training fold (the trained
@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import scope_model
 from benchmarks._common import REPO_ROOT
-from benchmarks.scope_model import ScopeModel, model_from_json, scope_candidate
 from benchmarks.verdict_eval import Confusion
-from selfroute._verdict import parse_verdict
+from experiments.scope_model import model as scope_model
+from experiments.scope_model.model import ScopeModel, model_from_json, scope_candidate
+from selfroute import parse_verdict
 
 __all__ = [
     "DEFAULT_PATH",
@@ -253,7 +253,7 @@ def model_json(files: Sequence[str] = TRAIN_FILES) -> str:
         "l2": L2,
         "steps": STEPS,
         "rate": RATE,
-        "script": "benchmarks/train_verdict_model.py",
+        "script": "experiments/scope_model/train.py",
     }
     doc = {"bits": BITS, "threshold": THRESHOLD, "meta": meta, "weights": w}
     return json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n"

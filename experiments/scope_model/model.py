@@ -6,12 +6,17 @@ a narrower point of an answer. This module scores the same decision with a small
 over hashed binary features of the candidate sentence, its neighbours, its position, the amount of
 text around it, its overlap with the question and the rules' own verdict.
 
-It is an experiment kept beside the benchmarks, not part of ``selfroute``: it did not beat the rules
+It is an experiment, not part of ``selfroute`` nor of the benchmarks: it did not beat the rules
 in leave-one-set-out cross-validation nor on the blind held-out set 6 (``docs/verdict.md``, "A
-learned scope model"). No weights are vendored: :mod:`benchmarks.train_verdict_model` trains them
+learned scope model"). No weights are vendored: :mod:`experiments.scope_model.train` trains them
 from the labelled fixtures in seconds (``--write PATH`` saves them; :func:`load_model` reads such a
 file). Inference here is pure Python; numpy is needed only to train. :func:`model_verdict` applies a
-model, for measurement (``benchmarks/verdict_eval.py --scope-model``).
+model, for measurement (:mod:`experiments.scope_model.measure`).
+
+It judges the rules' own candidate sentence, so it splits and normalises text with the rules'
+private helpers (``_sentences``, ``_norm``, ``_TRIGGER`` of ``selfroute._verdict``): the
+structure test allows exactly these, for this module. A change to the rules may change its
+features; ``experiments/README.md`` says how to measure it again.
 """
 
 from __future__ import annotations
@@ -25,17 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfroute._decline import content_stems, decline_shape
-from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import (
-    _TRIGGER,
-    Verdict,
-    VerdictKind,
-    _norm,
-    _question_shape,
-    _sentences,
-    parse_verdict,
-)
+from selfroute import DEFAULT_SENTINEL, Verdict, VerdictKind, parse_verdict
+from selfroute._decline import QuestionShape, content_stems, decline_shape
+from selfroute._verdict import _TRIGGER, _norm, _sentences
 
 __all__ = [
     "MODEL_FILE",
@@ -47,7 +44,6 @@ __all__ = [
     "load_model",
     "model_from_json",
     "model_verdict",
-    "requested_model",
     "scope_candidate",
 ]
 
@@ -118,7 +114,7 @@ def scope_candidate(verdict: Verdict, question: str | None) -> ScopeCandidate | 
     if focus < 0:
         focus = next((i for i, s in enumerate(sentences) if _TRIGGER.search(s)), 0)
     asked = question.strip() if question and question.strip() else None
-    shape = _question_shape(asked) if asked else None
+    shape = QuestionShape(asked) if asked else None
     found = decline_shape(sentences[focus])
     obj = ""
     if found is not None:
@@ -251,27 +247,8 @@ def model_from_json(text: str) -> ScopeModel:
 
 
 def load_model(path: Path) -> ScopeModel:
-    """The model of a weights file (``python -m benchmarks.train_verdict_model --write PATH``)."""
+    """The model of a weights file (``python -m experiments.scope_model.train --write PATH``)."""
     return model_from_json(Path(path).read_text(encoding="utf-8"))
-
-
-def requested_model(train: bool, weights: Path | None) -> ScopeModel | None:
-    """The model a benchmark's ``--scope-model`` / ``--scope-weights PATH`` options ask for.
-
-    Args:
-        train: Train one in this process (``train_verdict_model.train_model``; numpy, seconds).
-        weights: Read this weights file instead (it wins over ``train``).
-
-    Returns:
-        The model, or ``None`` when neither option was given.
-    """
-    if weights is not None:
-        return load_model(weights)
-    if train:
-        from benchmarks.train_verdict_model import train_model  # numpy: only to train
-
-        return train_model()
-    return None
 
 
 def model_verdict(
@@ -285,7 +262,7 @@ def model_verdict(
 
     Args:
         text: What the model wrote.
-        model: The weights (``train_verdict_model.train_model()`` or :func:`load_model`).
+        model: The weights (``train.train_model()`` or :func:`load_model`).
         sentinel: The decline word the prompt asked for.
         question: The question, when known.
 

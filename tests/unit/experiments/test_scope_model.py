@@ -1,4 +1,4 @@
-"""The experimental learned scope model (benchmarks/scope_model.py): features, inference, training.
+"""The experimental learned scope model (experiments/scope_model/): features, inference, training.
 
 The model is not part of ``selfroute`` and not the default of ``parse_verdict`` (it did not beat
 the rules, in cross-validation nor on held-out set 6: docs/verdict.md, "A learned scope model");
@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 import selfroute as sr
-from benchmarks import scope_model as scope
 from benchmarks import verdict_eval, verdict_speed
-from selfroute._verdict import VerdictKind
+from experiments.scope_model import measure
+from experiments.scope_model import model as scope
+from selfroute import VerdictKind
 
 pytestmark = pytest.mark.slow  # trains the experimental scope model
 
@@ -47,9 +48,9 @@ def _candidate(text: str, question: str | None = None) -> scope.ScopeCandidate |
 
 def _training():  # type: ignore[no-untyped-def]
     pytest.importorskip("numpy")
-    from benchmarks import train_verdict_model
+    from experiments.scope_model import train
 
-    return train_verdict_model
+    return train
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +159,7 @@ def test_parse_verdict_is_unchanged_by_the_model() -> None:
 def test_selfroute_does_not_import_the_experiment_or_numpy() -> None:
     code = (
         "import sys, selfroute as sr; sr.parse_verdict('The text does not mention it.');"
-        "print(sorted(m for m in sys.modules if m.startswith(('benchmarks', 'numpy'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('benchmarks', 'experiments', 'numpy'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
@@ -235,17 +236,17 @@ def test_write_then_check_and_load(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "differs" in capsys.readouterr().err
 
 
-# -- the benchmarks' experimental column --------------------------------------------------------
+# -- the benchmarks' tables with the experimental rows -----------------------------------------
 
 
-def test_verdict_eval_measures_the_scope_model_only_when_asked(
+def test_the_benchmarks_measure_the_scope_model_only_through_the_experiment(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     train = _training()
     files = [str(FIXTURES / "ragtruth_holdout5.jsonl"), "--json"]
     assert verdict_eval.main(files) == 0
     assert not any("scope model" in name for name in json.loads(capsys.readouterr().out))
-    assert verdict_eval.main([*files, "--scope-model"]) == 0
+    assert measure.main(["eval", *files]) == 0
     report = json.loads(capsys.readouterr().out)
     model = train.train_model()
     rows = verdict_eval.load([FIXTURES / "ragtruth_holdout5.jsonl"])
@@ -261,7 +262,7 @@ def test_verdict_eval_measures_the_scope_model_only_when_asked(
         assert got["n"] == 400 and got["tp"] == tp
 
 
-def test_verdict_eval_and_speed_read_saved_weights(
+def test_the_experiment_reads_saved_weights(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "w.json"
@@ -271,11 +272,19 @@ def test_verdict_eval_and_speed_read_saved_weights(
         encoding="utf-8",
     )
     fixture = str(FIXTURES / "ragtruth_labelled.jsonl")
-    assert verdict_eval.main([fixture, "--json", "--scope-weights", str(path)]) == 0
+    assert measure.main(["eval", fixture, "--json", "--scope-weights", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)
     rules = report["default, default sentinel"]["all"]["all"]
     eager = report["scope model (experimental)"]["all"]["all"]
     assert eager["tp"] + eager["fp"] > rules["tp"] + rules["fp"]
-    assert verdict_speed.main([fixture, "--repeat", "1", "--scope-weights", str(path)]) == 0
+    assert measure.main(["speed", fixture, "--repeat", "1", "--scope-weights", str(path)]) == 0
     out = capsys.readouterr().out
     assert "| scope model default |" in out and "| scope model with question |" in out
+    assert verdict_speed.main([fixture, "--repeat", "1"]) == 0
+    assert "scope model" not in capsys.readouterr().out
+
+
+def test_the_experiment_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert measure.main([]) == 2
+    assert measure.main(["train"]) == 2
+    assert "{eval,speed}" in capsys.readouterr().err
