@@ -11,11 +11,16 @@ environment variable is ``SELFROUTE_<NAME>``) that set it. Everything else is de
 * :func:`cli_options` -- the route settings of the command line (``selfroute.cli._config.SETTINGS``
   takes them: flags, ``SELFROUTE_*`` variables, ``selfroute.toml`` keys, the docs' settings table);
 * :func:`config_options` -- the :class:`~selfroute.RouteConfig` keyword arguments of resolved
-  command-line values (``ask``, ``ask --batch``, ``chat``).
+  command-line values (``ask``, ``ask --batch``, ``chat``);
+* :func:`eval_options` and :func:`eval_config_options` -- ``selfroute eval``'s options of the
+  setting (:class:`EvalOption`: flag, argument group, type, default, help; eval has its own
+  flags and defaults, since it compares methods rather than answers questions) and the
+  :class:`~selfroute.RouteConfig` keyword arguments of its parsed arguments.
 
 Adding a route setting is one change: declare the field in ``selfroute/_flow/_config.py`` with
-``setting(default, help=..., cli=CliOption(...))`` (``cli=()`` keeps it off the command line, as
-for objects such as ``token_counter``) and validate it in ``RouteConfig.__post_init__``. The
+``setting(default, help=..., cli=CliOption(...), eval=EvalOption(...))`` (``cli=()`` keeps it off
+the command line, as for objects such as ``token_counter``; ``eval=()`` off ``selfroute eval``)
+and validate it in ``RouteConfig.__post_init__``. The
 LangChain adapter's pydantic field is the one thing declared by hand (pydantic needs it in the
 class body); ``tests/unit/selfroute/test_settings.py`` fails until it exists.
 """
@@ -33,10 +38,17 @@ __all__ = [
     "ENV_PREFIX",
     "META_KEY",
     "CliOption",
+    "EvalOption",
     "SettingMeta",
     "adapter_settings",
     "cli_options",
     "config_options",
+    "eval_config_options",
+    "eval_ladder",
+    "eval_number",
+    "eval_options",
+    "eval_positive_int",
+    "eval_regex",
     "parse_bool",
     "parse_finite",
     "parse_ladder",
@@ -109,6 +121,49 @@ class CliOption:
 
 
 @dataclass(frozen=True)
+class EvalOption:
+    """A ``selfroute eval`` option that sets (part of) one :class:`~selfroute.RouteConfig` field.
+
+    Attributes:
+        name: Its attribute on the parsed arguments; a field's ``from_cli`` reads it under this
+            name, so it is the :class:`CliOption`'s name when the field has ``from_cli``.
+        flag: The flag (``--window``).
+        group: The argument group of ``eval --help``: ``"run"`` or ``"policy"``.
+        type: Converts the flag's text (raises ``argparse.ArgumentTypeError``); ``None``: text.
+        default: Its value when the flag is not given.
+        help: One line for ``--help`` (``None``: none).
+        choices: Allowed values, if a closed set.
+        metavar: Placeholder in ``--help``.
+        switch: A flag without a value (``store_true``).
+    """
+
+    name: str
+    flag: str
+    group: str
+    type: Callable[[str], Any] | None = None
+    default: Any = None
+    help: str | None = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    switch: bool = False
+
+    def add_to(self, group: Any) -> None:
+        """Add the option to an ``argparse`` parser or argument group."""
+        kwargs: dict[str, Any] = {"dest": self.name}
+        if self.help is not None:
+            kwargs["help"] = self.help
+        if self.switch:
+            group.add_argument(self.flag, action="store_true", **kwargs)
+            return
+        kwargs["default"] = self.default
+        for key in ("type", "choices", "metavar"):
+            value = getattr(self, key)
+            if value is not None:
+                kwargs[key] = list(value) if key == "choices" else value
+        group.add_argument(self.flag, **kwargs)
+
+
+@dataclass(frozen=True)
 class SettingMeta:
     """What a :class:`~selfroute.RouteConfig` field declares besides its type and default.
 
@@ -119,13 +174,16 @@ class SettingMeta:
             ``long_context_window``, ``long_context_model``).
         cli: The command-line settings that set it (empty: not on the command line).
         from_cli: Builds the field's value from the resolved command-line values (by
-            :attr:`CliOption.name`); default: the value of the one :class:`CliOption`.
+            :attr:`CliOption.name`), and from ``selfroute eval``'s (by :attr:`EvalOption.name`);
+            default: the value of the one option.
+        eval: The ``selfroute eval`` options that set it (empty: not an eval option).
     """
 
     help: str
     adapter: bool = True
     cli: tuple[CliOption, ...] = ()
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None
+    eval: tuple[EvalOption, ...] = ()
 
 
 def setting(
@@ -136,12 +194,14 @@ def setting(
     adapter: bool = True,
     cli: CliOption | tuple[CliOption, ...] = (),
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None,
+    eval: EvalOption | tuple[EvalOption, ...] = (),
 ) -> Any:
     """A :class:`~selfroute.RouteConfig` field with its :class:`SettingMeta`."""
     options = (cli,) if isinstance(cli, CliOption) else tuple(cli)
-    if from_cli is None and len(options) > 1:
+    evals = (eval,) if isinstance(eval, EvalOption) else tuple(eval)
+    if from_cli is None and (len(options) > 1 or len(evals) > 1):
         raise TypeError("a setting with several command-line options needs from_cli")
-    meta = SettingMeta(help=help, adapter=adapter, cli=options, from_cli=from_cli)
+    meta = SettingMeta(help=help, adapter=adapter, cli=options, from_cli=from_cli, eval=evals)
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={META_KEY: meta})
     return dataclasses.field(default=default, metadata={META_KEY: meta})
@@ -191,6 +251,31 @@ def config_options(config_class: type, values: Mapping[str, Any]) -> dict[str, A
             out[f.name] = meta.from_cli(values)
         else:
             out[f.name] = _same(values[options[0].name])
+    return out
+
+
+def eval_options(config_class: type, group: str | None = None) -> tuple[EvalOption, ...]:
+    """Every ``selfroute eval`` option of ``config_class``'s fields (of one argument group), in
+    field order."""
+    return tuple(
+        option
+        for _, meta in _fields(config_class)
+        for option in meta.eval
+        if group is None or option.group == group
+    )
+
+
+def eval_config_options(config_class: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``config_class`` (``RouteConfig``) keyword arguments of parsed ``selfroute eval``
+    arguments (``vars(args)``): one per field that has eval options."""
+    out: dict[str, Any] = {}
+    for f, meta in _fields(config_class):
+        if not meta.eval:
+            continue
+        if meta.from_cli is not None:
+            out[f.name] = meta.from_cli(values)
+        else:
+            out[f.name] = values[meta.eval[0].name]
     return out
 
 
@@ -284,3 +369,50 @@ def parse_ladder(value: Any) -> tuple[int, ...]:
             raise ValueError(f"expected positive integers, got {value!r}")
         rungs.append(rung)
     return tuple(rungs)
+
+
+# Types of ``selfroute eval``'s options (raise argparse.ArgumentTypeError when bad) ----------
+
+
+def _type_error(message: str) -> Exception:
+    import argparse  # only when an eval flag is parsed: importing selfroute stays cheap
+
+    return argparse.ArgumentTypeError(message)
+
+
+def eval_positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise _type_error(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise _type_error(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def eval_number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise _type_error(f"expected a number, got {text!r}") from None
+
+
+def eval_ladder(text: str) -> list[int]:
+    try:
+        rungs = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise _type_error(f"--k-ladder takes integers like 20 or 10,20, got {text!r}") from None
+    if not rungs:
+        raise _type_error("--k-ladder is empty")
+    return rungs
+
+
+def eval_regex(text: str) -> str:
+    """A regular expression for :class:`selfroute.DeclinePattern` (checked here, used there)."""
+    from selfroute._verdict import DeclinePattern
+
+    try:
+        DeclinePattern(text)
+    except ConfigurationError as exc:
+        raise _type_error(str(exc)) from None
+    return text

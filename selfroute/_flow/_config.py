@@ -17,6 +17,11 @@ from selfroute._prompts import Prompts
 from selfroute._question import validate_question
 from selfroute._settings import (
     CliOption,
+    EvalOption,
+    eval_ladder,
+    eval_number,
+    eval_positive_int,
+    eval_regex,
     setting,
 )
 from selfroute._settings import (
@@ -51,6 +56,9 @@ __all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
 
 _QUERY = ("ask", "chat")
 _VERDICT = ("ask", "chat", "verdicts")
+#: The argument groups of ``selfroute eval --help`` that route settings join.
+_RUN = "run"
+_POLICY = "policy"
 
 
 def _prices_from_cli(values: Mapping[str, Any]) -> PriceTable | None:
@@ -167,15 +175,23 @@ class RouteConfig:
     prompts: Prompts = setting(default_factory=Prompts, help="prompt templates and the sentinel", adapter=False)
     strict: bool = setting(False, help="only the sentinel counts as a decline", cli=(
         CliOption("strict", "--strict", _bool, False, "only the word 'unanswerable' counts as a decline", _VERDICT, boolean=True),
+    ), eval=(
+        EvalOption("strict", "--strict", _RUN, switch=True, help="only the sentinel counts as a decline in Self-Route's first step"),
     ))
     long_context_window: int | None = setting(None, help="the LC model's context window in tokens (None: the document unfitted)", adapter=False, cli=(
         CliOption("lc_window", "--lc-window", _positive_int, None, "long-context window in tokens; the document is fitted into it", _QUERY, metavar="TOKENS", default_doc="the model's known window, else unfitted"),
+    ), eval=(
+        EvalOption("window", "--window", _RUN, eval_positive_int, help="long-context window in tokens (documents are fitted into it)"),
     ))
     answer_tokens: int = setting(1024, help="tokens reserved in the window for the answer")
     overflow: OverflowStrategy | str = setting(OverflowStrategy.FILL, help="what to do when the document does not fit", cli=(
         CliOption("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
+    ), eval=(
+        EvalOption("overflow", "--overflow", _RUN, default="fill", choices=("fill", "truncate_middle", "error")),
     ))
-    chunk_words: int = setting(DEFAULT_CHUNK_WORDS, help="chunk size used when fitting with fill")
+    chunk_words: int = setting(DEFAULT_CHUNK_WORDS, help="chunk size used when fitting with fill", eval=(
+        EvalOption("chunk_words", "--chunk-words", _RUN, eval_positive_int, DEFAULT_CHUNK_WORDS),
+    ))
     on_rag_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
     on_retrieval_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
     counterfactual: bool = setting(True, help="price always-LC on RAG-routed calls")
@@ -199,23 +215,36 @@ class RouteConfig:
     ))
     verdict: VerdictMode | str = setting(VerdictMode.SENTINEL, help="how the RAG step declines", cli=(
         CliOption("verdict", "--verdict", _text, "sentinel", "how the RAG step declines: the sentinel word, a structured {answerable, answer} object, or structured when the model supports it", _QUERY, choices=("sentinel", "structured", "auto")),
+    ), eval=(
+        EvalOption("verdict", "--verdict", _POLICY, default="sentinel", choices=("sentinel", "structured", "auto"), help="how the RAG step declines: the sentinel word, a structured {answerable, answer} object (error if the reader cannot), or structured when supported"),
     ))
     k_ladder: tuple[int, ...] = setting((), help="larger retrievals to try before long context", from_cli=lambda values: tuple(values["k_ladder"] or ()), cli=(
         CliOption("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
+    ), eval=(
+        EvalOption("k_ladder", "--k-ladder", _POLICY, eval_ladder, metavar="K[,K...]", help="larger retrievals to try before long context while the RAG step declines (e.g. 20: k chunks, then 20, then the whole document)"),
     ))
     pre_route: PreRoute | None = setting(None, help="skip the RAG step for predictably futile questions", from_cli=_pre_route_from_cli, cli=(
         CliOption("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions", boolean=True),
         CliOption("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),
+    ), eval=(
+        EvalOption("pre_route", "--pre-route", _POLICY, switch=True, help="send global questions ('summarise the whole ...') straight to long context"),
+        EvalOption("min_top_score", "--min-top-score", _POLICY, eval_number, metavar="X", help="send questions whose best retrieved chunk scores under X straight to long context (calibrate X with `selfroute calibrate`)"),
     ))
     grounded: bool = setting(False, help="quote and check the supporting sentences", from_cli=lambda values: bool(values["grounded"]), cli=(
         CliOption("grounded", "--grounded", _bool, False, "answers quote their supporting sentences, checked against the text: an unverified RAG answer escalates, an unverified long-context answer is withheld", _QUERY, boolean=True),
+    ), eval=(
+        EvalOption("grounded", "--grounded", _POLICY, switch=True, help="grounded mode for self-route too (self-route-grounded always is): answers quote their support, and unverified answers escalate or abstain"),
     ))
     speculate_below: float | None = setting(None, help="start the long-context call alongside the RAG step under this top score", cli=(
         CliOption("speculate_below", "--speculate-below", _finite, None, "start the long-context call alongside the RAG call when the best retrieved chunk scores under this (saves the RAG latency on questions that escalate; a cancelled call's tokens are reported as wasted)", _QUERY, metavar="X", default_doc="off"),
+    ), eval=(
+        EvalOption("speculate_below", "--speculate-below", _POLICY, eval_number, metavar="X", help="start the long-context call alongside the RAG call when the best retrieved chunk scores under X; cancelled (its tokens still counted) when the RAG step answers"),
     ))
     stream_hold_chars: int = setting(0, help="streaming: hold the RAG answer this many characters")
     decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
         CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
+    ), eval=(
+        EvalOption("decline_pattern", "--decline-pattern", _POLICY, eval_regex, metavar="REGEX", help="a regular expression (case-insensitive) that also marks an answer as a decline, for a reader that declines in words the rules miss; used for every method's answers"),
     ))
     # fmt: on
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from selfroute._errors import ConfigurationError, InvalidInputError, SelfRouteError
 from selfroute._flow import RouteConfig
-from selfroute._preroute import PreRoute
-from selfroute._verdict import DeclinePattern
+from selfroute._settings import eval_config_options, eval_options
+from selfroute._settings import eval_positive_int as _positive
 
 __all__ = ["DESCRIPTION", "add_parser", "build_parser", "config_from_args", "main", "run"]
 
@@ -60,18 +60,6 @@ def _methods(text: str) -> list[str]:
     return out
 
 
-def _ladder(text: str) -> list[int]:
-    try:
-        rungs = [int(p) for p in text.split(",") if p.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--k-ladder takes integers like 20 or 10,20, got {text!r}"
-        ) from None
-    if not rungs:
-        raise argparse.ArgumentTypeError("--k-ladder is empty")
-    return rungs
-
-
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -82,28 +70,30 @@ def _rate(text: str) -> float:
     return value
 
 
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+#: The order ``eval --help`` lists the route settings in (one not listed comes last in its group).
+_LISTED = (
+    "--window",
+    "--overflow",
+    "--chunk-words",
+    "--strict",
+    "--k-ladder",
+    "--pre-route",
+    "--min-top-score",
+    "--speculate-below",
+    "--verdict",
+    "--decline-pattern",
+    "--grounded",
+)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _decline_pattern(text: str) -> DeclinePattern:
-    try:
-        return DeclinePattern(text)
-    except ConfigurationError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _route_settings(group: Any, name: str) -> None:
+    """Add the eval options of the route settings declared for argument group ``name``."""
+    options = eval_options(RouteConfig, name)
+    ranked = sorted(
+        options, key=lambda o: _LISTED.index(o.flag) if o.flag in _LISTED else len(_LISTED)
+    )
+    for option in ranked:
+        option.add_to(group)
 
 
 def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -202,18 +192,7 @@ def _run_arguments(parser: argparse.ArgumentParser) -> Any:
         default=["lc", "rag", "self_route"],
         help="comma list of lc, rag, self-route, self-route-grounded (default: lc,rag,self-route)",
     )
-    run_.add_argument(
-        "--window",
-        type=_positive,
-        help="long-context window in tokens (documents are fitted into it)",
-    )
-    run_.add_argument("--overflow", default="fill", choices=["fill", "truncate_middle", "error"])
-    run_.add_argument("--chunk-words", type=_positive, default=300)
-    run_.add_argument(
-        "--strict",
-        action="store_true",
-        help="only the sentinel counts as a decline in Self-Route's first step",
-    )
+    _route_settings(run_, "run")
     return run_
 
 
@@ -241,52 +220,7 @@ def _execution_arguments(run_: Any) -> None:
 
 def _policy_arguments(parser: argparse.ArgumentParser) -> None:
     policy = parser.add_argument_group("Self-Route policies (plain Self-Route without them)")
-    policy.add_argument(
-        "--k-ladder",
-        type=_ladder,
-        metavar="K[,K...]",
-        help="larger retrievals to try before long context while the RAG step declines "
-        "(e.g. 20: k chunks, then 20, then the whole document)",
-    )
-    policy.add_argument(
-        "--pre-route",
-        action="store_true",
-        help="send global questions ('summarise the whole ...') straight to long context",
-    )
-    policy.add_argument(
-        "--min-top-score",
-        type=_number,
-        metavar="X",
-        help="send questions whose best retrieved chunk scores under X straight to long "
-        "context (calibrate X with `selfroute calibrate`)",
-    )
-    policy.add_argument(
-        "--speculate-below",
-        type=_number,
-        metavar="X",
-        help="start the long-context call alongside the RAG call when the best retrieved chunk "
-        "scores under X; cancelled (its tokens still counted) when the RAG step answers",
-    )
-    policy.add_argument(
-        "--verdict",
-        choices=["sentinel", "structured", "auto"],
-        default="sentinel",
-        help="how the RAG step declines: the sentinel word, a structured {answerable, answer} "
-        "object (error if the reader cannot), or structured when supported",
-    )
-    policy.add_argument(
-        "--decline-pattern",
-        type=_decline_pattern,
-        metavar="REGEX",
-        help="a regular expression (case-insensitive) that also marks an answer as a decline, "
-        "for a reader that declines in words the rules miss; used for every method's answers",
-    )
-    policy.add_argument(
-        "--grounded",
-        action="store_true",
-        help="grounded mode for self-route too (self-route-grounded always is): answers quote "
-        "their support, and unverified answers escalate or abstain",
-    )
+    _route_settings(policy, "policy")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -375,21 +309,7 @@ def _dataset(args: argparse.Namespace) -> tuple[list[Any], str]:
 
 def config_from_args(args: argparse.Namespace) -> RouteConfig:
     """The :class:`~selfroute.RouteConfig` of the parsed eval arguments (policies included)."""
-    pre_route = None
-    if args.pre_route or args.min_top_score is not None:
-        pre_route = PreRoute(global_questions=args.pre_route, min_top_score=args.min_top_score)
-    return RouteConfig(
-        long_context_window=args.window,
-        overflow=args.overflow,
-        chunk_words=args.chunk_words,
-        strict=args.strict,
-        k_ladder=tuple(args.k_ladder or ()),
-        pre_route=pre_route,
-        verdict=args.verdict,
-        grounded=args.grounded,
-        speculate_below=args.speculate_below,
-        decline_detector=args.decline_pattern,
-    )
+    return RouteConfig(**eval_config_options(RouteConfig, vars(args)))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,13 +13,17 @@ from langchain_selfroute._runnable import ROUTE_CONFIG_SETTINGS
 from selfroute import RouteConfig
 from selfroute._settings import (
     CliOption,
+    EvalOption,
     adapter_settings,
     cli_options,
     config_options,
+    eval_options,
+    eval_positive_int,
     parse_positive_int,
     setting,
 )
 from selfroute.cli import _config
+from selfroute.eval import cli as eval_cli
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +32,7 @@ class _Extended(RouteConfig):
         7,
         help="a test setting",
         cli=CliOption("throwaway_knob", "--throwaway-knob", parse_positive_int, 7, "a test knob", ("ask", "chat"), metavar="N"),
+        eval=EvalOption("throwaway_knob", "--throwaway-knob", "policy", eval_positive_int, 7, "a test knob for eval", metavar="N"),
     )  # fmt: skip
 
 
@@ -56,6 +61,36 @@ def test_a_new_field_reaches_the_cli_env_toml_docs_and_adapters(
     assert resolved.throwaway_knob == 5
     assert "`--throwaway-knob`" in _config.settings_table(settings)
     assert config_options(_Extended, resolved.to_dict())["throwaway_knob"] == 5
+
+
+def test_a_new_field_reaches_the_eval_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [o.flag for o in eval_options(_Extended, "policy")][-1] == "--throwaway-knob"
+    monkeypatch.setattr(eval_cli, "RouteConfig", _Extended)
+    parser = eval_cli.build_parser()
+    text = " ".join(parser.format_help().split())
+    policies = text.split("Self-Route policies")[1]
+    assert "--throwaway-knob N a test knob for eval" in policies  # last of its group
+    assert eval_cli.config_from_args(parser.parse_args(["--sample"])).throwaway_knob == 7
+    args = parser.parse_args(["--sample", "--throwaway-knob", "3"])
+    assert eval_cli.config_from_args(args).throwaway_knob == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--sample", "--throwaway-knob", "0"])
+
+
+def test_eval_takes_the_declared_route_settings() -> None:
+    flags = {o.flag for o in eval_options(RouteConfig)}
+    assert {"--window", "--k-ladder", "--pre-route", "--min-top-score", "--grounded"} <= flags
+    parser = eval_cli.build_parser()
+    argv = "--sample --window 9000 --k-ladder 10,20 --min-top-score 0.5 --decline-pattern ^keine"
+    args = parser.parse_args([*argv.split(), "--strict", "--verdict", "auto"])
+    config = eval_cli.config_from_args(args)
+    assert (config.long_context_window, config.k_ladder, config.strict) == (9000, (10, 20), True)
+    assert config.pre_route is not None and config.pre_route.min_top_score == 0.5
+    assert not config.pre_route.global_questions
+    assert config.verdict.value == "auto" and config.decline_detector is not None
+    assert config.decline_detector("Keine Angaben.", None) is True
+    plain = eval_cli.config_from_args(parser.parse_args(["--sample"]))
+    assert plain == RouteConfig()
 
 
 def test_the_derived_lists_match_the_declarations() -> None:
