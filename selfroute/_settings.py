@@ -12,6 +12,8 @@ environment variable is ``SELFROUTE_<NAME>``) that set it. Everything else is de
   takes them: flags, ``SELFROUTE_*`` variables, ``selfroute.toml`` keys, the docs' settings table);
 * :func:`config_options` -- the :class:`~selfroute.RouteConfig` keyword arguments of resolved
   command-line values (``ask``, ``ask --batch``, ``chat``);
+* :func:`answer_settings` -- the fields a batch job's file records because they can change an
+  answer (``SettingMeta.answers``; a rerun may change the others freely);
 * :func:`eval_options` and :func:`eval_config_options` -- ``selfroute eval``'s options of the
   setting (:class:`EvalOption`: flag, argument group, type, default, help; eval has its own
   flags and defaults, since it compares methods rather than answers questions) and the
@@ -41,6 +43,7 @@ __all__ = [
     "EvalOption",
     "SettingMeta",
     "adapter_settings",
+    "answer_settings",
     "cli_options",
     "config_options",
     "eval_config_options",
@@ -177,6 +180,8 @@ class SettingMeta:
             :attr:`CliOption.name`), and from ``selfroute eval``'s (by :attr:`EvalOption.name`);
             default: the value of the one option.
         eval: The ``selfroute eval`` options that set it (empty: not an eval option).
+        answers: It can change an answer (``False`` for what only changes a call's cost or how
+            long it may take: a batch job's rerun may change those).
     """
 
     help: str
@@ -184,6 +189,7 @@ class SettingMeta:
     cli: tuple[CliOption, ...] = ()
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None
     eval: tuple[EvalOption, ...] = ()
+    answers: bool = True
 
 
 def setting(
@@ -195,13 +201,16 @@ def setting(
     cli: CliOption | tuple[CliOption, ...] = (),
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None,
     eval: EvalOption | tuple[EvalOption, ...] = (),
+    answers: bool = True,
 ) -> Any:
     """A :class:`~selfroute.RouteConfig` field with its :class:`SettingMeta`."""
     options = (cli,) if isinstance(cli, CliOption) else tuple(cli)
     evals = (eval,) if isinstance(eval, EvalOption) else tuple(eval)
     if from_cli is None and (len(options) > 1 or len(evals) > 1):
         raise TypeError("a setting with several command-line options needs from_cli")
-    meta = SettingMeta(help=help, adapter=adapter, cli=options, from_cli=from_cli, eval=evals)
+    meta = SettingMeta(
+        help=help, adapter=adapter, cli=options, from_cli=from_cli, eval=evals, answers=answers
+    )
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={META_KEY: meta})
     return dataclasses.field(default=default, metadata={META_KEY: meta})
@@ -226,6 +235,11 @@ def _fields(config_class: type) -> list[tuple[dataclasses.Field[Any], SettingMet
 def adapter_settings(config_class: type) -> tuple[str, ...]:
     """The fields the adapters pass to ``config_class`` (``RouteConfig``) unchanged."""
     return tuple(f.name for f, meta in _fields(config_class) if meta.adapter)
+
+
+def answer_settings(config_class: type) -> tuple[str, ...]:
+    """The fields of ``config_class`` that can change an answer (``SettingMeta.answers``)."""
+    return tuple(f.name for f, meta in _fields(config_class) if meta.answers)
 
 
 def cli_options(config_class: type) -> tuple[CliOption, ...]:

@@ -18,21 +18,16 @@ from enum import Enum
 from typing import Any
 
 from selfroute._flow import RouteConfig
+from selfroute._settings import answer_settings
 
 __all__ = ["NOT_ANSWERS", "changed_settings", "describe", "job_settings"]
 
 #: ``RouteConfig`` fields that change what a question costs or how long it may take, never its
-#: answer: a rerun may change them freely. Every other field is part of the job's settings.
+#: answer: a rerun may change them freely (declared on each field: ``setting(answers=False)``;
+#: money, the always-LC price, time limits, speculation and streaming, which are off in batch
+#: runs). Every other field is part of the job's settings.
 NOT_ANSWERS = frozenset(
-    {
-        "prices",  # money in the report
-        "long_context_model",  # the name the counterfactual is priced under
-        "counterfactual",  # the always-LC price
-        "retrieval_timeout_s",  # a store that never answers fails either way
-        "deadline_s",  # off in batch runs
-        "speculate_below",  # off in batch runs
-        "stream_hold_chars",  # streaming only
-    }
+    f.name for f in dataclasses.fields(RouteConfig) if f.name not in answer_settings(RouteConfig)
 )
 
 #: Longer descriptions are recorded as a hash (a prompt template).
@@ -81,15 +76,15 @@ def job_settings(
     """``{setting: description}`` of everything a batch job's answers depend on.
 
     Args:
-        config: The flow's settings (every field but :data:`NOT_ANSWERS`).
+        config: The flow's settings (every field that can change an answer: not
+            :data:`NOT_ANSWERS`).
         backend: The batch backend: its ``models`` by stage, ``options`` (temperature...) and
             ``structured`` when it has them.
         extra: What the caller adds (the command line: retrieval mode, store, embedding...).
     """
     out: dict[str, str] = {}
-    for f in dataclasses.fields(config):
-        if f.name not in NOT_ANSWERS:
-            out[f.name] = describe(getattr(config, f.name))
+    for setting_name in answer_settings(type(config)):
+        out[setting_name] = describe(getattr(config, setting_name))
     models = getattr(backend, "models", None)
     if isinstance(models, Mapping):
         for stage, model in models.items():

@@ -194,11 +194,11 @@ class RouteConfig:
     ))
     on_rag_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
     on_retrieval_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
-    counterfactual: bool = setting(True, help="price always-LC on RAG-routed calls")
-    prices: PriceTable | None = setting(None, help="price table for money", from_cli=_prices_from_cli, cli=(
+    counterfactual: bool = setting(True, answers=False, help="price always-LC on RAG-routed calls")
+    prices: PriceTable | None = setting(None, answers=False, help="price table for money", from_cli=_prices_from_cli, cli=(
         CliOption("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
     ))
-    long_context_model: str | None = setting(None, help="model name used to price the counterfactual", adapter=False)
+    long_context_model: str | None = setting(None, answers=False, help="model name used to price the counterfactual", adapter=False)
     budget: LongContextBudget | None = setting(None, help="caps on long-context calls and tokens", from_cli=_budget_from_cli, cli=(
         CliOption("max_lc_calls", "--max-lc-calls", _non_negative_int, None, "at most this many long-context calls in this run (one ask, all questions of ask --batch, one chat session); a question past it keeps its RAG answer or abstains (over_budget)", _QUERY, metavar="N", default_doc="no limit"),
         CliOption("max_lc_tokens", "--max-lc-tokens", _non_negative_int, None, "at most this many long-context input tokens in this run; a long-context call that would pass it is not made (over_budget)", _QUERY, metavar="TOKENS", default_doc="no limit"),
@@ -207,10 +207,10 @@ class RouteConfig:
     max_question_tokens: int | None = setting(None, help="reject questions longer than this many tokens", cli=(
         CliOption("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     ))
-    retrieval_timeout_s: float | None = setting(None, help="seconds per store call", cli=(
+    retrieval_timeout_s: float | None = setting(None, answers=False, help="seconds per store call", cli=(
         CliOption("retrieval_timeout", "--retrieval-timeout", _positive_float, 30.0, "seconds per store call (retrieval, loading the documents); a store that does not answer is a store error", _QUERY, metavar="S"),
     ))
-    deadline_s: float | None = setting(None, help="the whole call's time limit in seconds", cli=(
+    deadline_s: float | None = setting(None, answers=False, help="the whole call's time limit in seconds", cli=(
         CliOption("deadline", "--deadline", _positive_float, None, "seconds for the whole question, across every step (retrieval, both model calls, streaming); past it the question fails", _QUERY, metavar="S", default_doc="none"),
     ))
     verdict: VerdictMode | str = setting(VerdictMode.SENTINEL, help="how the RAG step declines", cli=(
@@ -235,12 +235,12 @@ class RouteConfig:
     ), eval=(
         EvalOption("grounded", "--grounded", _POLICY, switch=True, help="grounded mode for self-route too (self-route-grounded always is): answers quote their support, and unverified answers escalate or abstain"),
     ))
-    speculate_below: float | None = setting(None, help="start the long-context call alongside the RAG step under this top score", cli=(
+    speculate_below: float | None = setting(None, answers=False, help="start the long-context call alongside the RAG step under this top score", cli=(
         CliOption("speculate_below", "--speculate-below", _finite, None, "start the long-context call alongside the RAG call when the best retrieved chunk scores under this (saves the RAG latency on questions that escalate; a cancelled call's tokens are reported as wasted)", _QUERY, metavar="X", default_doc="off"),
     ), eval=(
         EvalOption("speculate_below", "--speculate-below", _POLICY, eval_number, metavar="X", help="start the long-context call alongside the RAG call when the best retrieved chunk scores under X; cancelled (its tokens still counted) when the RAG step answers"),
     ))
-    stream_hold_chars: int = setting(0, help="streaming: hold the RAG answer this many characters")
+    stream_hold_chars: int = setting(0, answers=False, help="streaming: hold the RAG answer this many characters")
     decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
         CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
     ), eval=(

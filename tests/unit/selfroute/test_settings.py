@@ -11,6 +11,7 @@ import pytest
 from langchain_selfroute import SelfRoute
 from langchain_selfroute._runnable import ROUTE_CONFIG_SETTINGS
 from selfroute import RouteConfig
+from selfroute._batch._settings import NOT_ANSWERS, job_settings
 from selfroute._settings import (
     CliOption,
     EvalOption,
@@ -75,6 +76,21 @@ def test_a_new_field_reaches_the_eval_options(monkeypatch: pytest.MonkeyPatch) -
     assert eval_cli.config_from_args(args).throwaway_knob == 3
     with pytest.raises(SystemExit):
         parser.parse_args(["--sample", "--throwaway-knob", "0"])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Costly(_Extended):
+    throwaway_cost: int = setting(0, answers=False, help="a test setting that changes no answer")
+
+
+def test_a_new_field_is_part_of_a_batch_jobs_settings_unless_it_changes_no_answer() -> None:
+    recorded = job_settings(_Costly(throwaway_knob=3, throwaway_cost=9), backend=None)
+    assert recorded["throwaway_knob"] == "3"
+    assert "throwaway_cost" not in recorded
+    assert "prices" not in recorded and "k" in recorded
+    money = {"prices", "long_context_model", "counterfactual"}
+    time = {"retrieval_timeout_s", "deadline_s", "speculate_below", "stream_hold_chars"}
+    assert money | time == NOT_ANSWERS  # what the job file recorded before it was declared
 
 
 def test_eval_takes_the_declared_route_settings() -> None:
