@@ -142,8 +142,10 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
         llm_kwargs: Extra keyword arguments for every LLM call.
         callback_manager: Callback manager (default ``Settings.callback_manager``).
         **settings: :class:`selfroute.RouteConfig` fields: ``k``, ``strict``, ``answer_tokens``,
-            ``overflow``, ``on_rag_error``, ``on_retrieval_error``, ``counterfactual``,
-            ``prices``, ``budget``, ``token_counter``, ``max_question_tokens``, and the routing
+            ``overflow``, ``chunk_words``, ``on_rag_error``, ``on_retrieval_error``,
+            ``counterfactual``, ``prices``, ``budget``, ``token_counter``,
+            ``max_question_tokens``, ``retrieval_timeout_s`` (seconds per store call),
+            ``deadline_s`` (the whole query's time limit), and the routing
             policies: ``verdict`` (``"sentinel"``, ``"structured"``: a tool call on a
             function-calling ``llm``, ``"auto"``: a tool call when ``llm`` can), ``k_ladder``
             (larger retrievals before long context; the retriever must return that many),

@@ -22,9 +22,10 @@ environment variable is ``SELFROUTE_<NAME>``) that set it. Everything else is de
 Adding a route setting is one change: declare the field in ``selfroute/_flow/_config.py`` with
 ``setting(default, help=..., cli=CliOption(...), eval=EvalOption(...))`` (``cli=()`` keeps it off
 the command line, as for objects such as ``token_counter``; ``eval=()`` off ``selfroute eval``)
-and validate it in ``RouteConfig.__post_init__``. The
-LangChain adapter's pydantic field is the one thing declared by hand (pydantic needs it in the
-class body); ``tests/unit/selfroute/test_settings.py`` fails until it exists.
+and validate it in ``RouteConfig.__post_init__``. Declared by hand, and checked: the LangChain
+adapter's pydantic field (pydantic needs it in the class body) and the adapters' docstrings
+(``SelfRoute``'s ``Args:``, ``SelfRouteQueryEngine``'s ``**settings``);
+``tests/unit/selfroute/test_settings.py`` fails until they name it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,24 @@ def test_eval_takes_the_declared_route_settings() -> None:
     assert config.decline_detector("Keine Angaben.", None) is True
     plain = eval_cli.config_from_args(parser.parse_args(["--sample"]))
     assert plain == RouteConfig()
+
+
+def undocumented(names: tuple[str, ...], doc: str | None) -> list[str]:
+    """The ``names`` a docstring does not name (as an ``Args:`` entry or a ````name```` literal)."""
+    return [n for n in names if not re.search(rf"(^\s+{n}:|``{n}``)", doc or "", re.M)]
+
+
+def test_every_adapter_setting_is_documented_by_both_adapters() -> None:
+    from llamaindex_selfroute import SelfRouteQueryEngine
+
+    names = adapter_settings(RouteConfig)
+    assert undocumented(names, SelfRoute.__doc__) == []
+    assert undocumented(names, SelfRouteQueryEngine.__doc__) == []
+    # a new field is flagged in both until its adapters document it
+    new = adapter_settings(_Extended)
+    assert undocumented(new, SelfRoute.__doc__) == ["throwaway_knob"]
+    assert undocumented(new, SelfRouteQueryEngine.__doc__) == ["throwaway_knob"]
+    assert set(new) - set(SelfRoute.model_fields) == {"throwaway_knob"}  # the pydantic field
 
 
 def test_the_derived_lists_match_the_declarations() -> None:
