@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from selfroute._decline import content_stems, decline_shape
 from selfroute._prompts import DEFAULT_SENTINEL
-from selfroute._verdict import (
+from selfroute._verdict._grammar import content_stems, decline_shape
+from selfroute._verdict._parse import (
     _TRIGGER,
     Verdict,
     VerdictKind,
