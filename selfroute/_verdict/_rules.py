@@ -153,7 +153,8 @@ RULES: tuple[Rule, ...] = (
         guards=("know",),
         triggers=("n't", "not"),
         openings=("i don't know", "i do not know"),
-        note="",
+        declines=("I don't know who wrote the letter.",),
+        answers=("I know the letter was written by Ana.",),
     ),
     Rule(
         "speaker-not-sure",
@@ -161,7 +162,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:i'm|i am|we are|we're) not (?:sure|certain)\b",
         guards=("sure", "certain"),
         triggers=("not",),
-        note="",
+        declines=("I'm not sure which year the treaty was signed.",),
+        answers=("Make sure the hole is not too large.",),
     ),
     Rule(
         "not-enough-information",
@@ -171,7 +173,8 @@ RULES: tuple[Rule, ...] = (
         guards=("enough", "sufficient", "lack"),
         triggers=("not", "insufficient", "without", "lack*"),
         openings=("not enough", "insufficient"),
-        note="",
+        declines=("There is not enough information to say why he left the farm.",),
+        answers=("Add enough water to cover the beans.",),
     ),
     Rule(
         "not-sufficient-to",
@@ -180,7 +183,8 @@ RULES: tuple[Rule, ...] = (
         r"answer|confirm|say|tell|identify|know|conclude)\b",
         guards=("sufficient", "enough", "adequate"),
         triggers=("not",),
-        note="",
+        declines=("The details provided are not sufficient to determine who she marries.",),
+        answers=("One cup is not sufficient for the sauce, so use two.",),
     ),
     Rule(
         "source-does-not-mention",
@@ -189,6 +193,11 @@ RULES: tuple[Rule, ...] = (
         guards=("not", "n't", "fail", "never"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
         openings=("it does not", "it doesn't"),
+        declines=("The passage does not specify this.",),
+        answers=(
+            ("No, the paper does not mention BERT.", "Do they use BERT?"),
+            "The text does not say, but it seems he is a writer.",
+        ),
         note='"The text does not mention ..." with up to two words before the verb',
     ),
     Rule(
@@ -200,6 +209,8 @@ RULES: tuple[Rule, ...] = (
         r"answer|indication|description|explanation)\b",
         guards=("not", "n't"),
         triggers=("n't", "not"),
+        declines=("The passages do not contain any information about the ceremony.",),
+        answers=("The recipe does not contain any gluten, so it suits coeliacs.",),
         note='"does not contain any information", "does not appear to include an answer"',
     ),
     Rule(
@@ -210,6 +221,8 @@ RULES: tuple[Rule, ...] = (
         r"explanation|description|record|indication of|evidence of|way to)\b",
         guards=("there",),
         triggers=("no", "not", "insufficient"),
+        declines=("There is no mention of the author's age.",),
+        answers=("There is no distinction between the two species.",),
         note='"there is no mention / information / details ...", "there\'s no clear answer"',
     ),
     Rule(
@@ -221,6 +234,8 @@ RULES: tuple[Rule, ...] = (
         rf"from|throughout|based on) (?:any of )?(?:\w+ ){{0,2}}?{PHRASE_SOURCE_NOUN}\b))",
         guards=("not", "n't", "never"),
         triggers=("n't", "not"),
+        declines=("Their exact ages are not provided in the novel.",),
+        answers=("The cake is not provided with icing; you add it yourself at home later.",),
         note='"X is not mentioned.", "X is not specified in the passage", "X is not given, so ..."',
     ),
     Rule(
@@ -230,6 +245,8 @@ RULES: tuple[Rule, ...] = (
         guards=("not", "n't"),
         triggers=("n't", "not"),
         openings=("this is not",),
+        declines=("It is not specified how long the painting took.",),
+        answers=("It is not clear water but broth that the recipe uses, simmered for an hour.",),
         note='"It is not mentioned who ...", "it\'s not specified how ..."',
     ),
     Rule(
@@ -241,6 +258,10 @@ RULES: tuple[Rule, ...] = (
         guards=("not", "impossible", "unclear", "uncertain"),
         triggers=("not", "impossible", "unclear", "uncertain"),
         openings=("it is not", "it isn't", "it's not", "it is unclear", "it's unclear"),
+        declines=("It is not possible to determine the cause of the fire from the text.",),
+        answers=(
+            "It is not possible for the engine to start without fuel, so he walked home to Leeds.",
+        ),
         note='"it is not possible to determine", "it is unclear from the text", "difficult to say"',
     ),
     Rule(
@@ -250,7 +271,8 @@ RULES: tuple[Rule, ...] = (
         r"answer|identify|encapsulate|summari[sz]e|conclude|infer)\b",
         guards=("difficult", "hard", "impossible"),
         triggers=("difficult", "hard", "impossible"),
-        note="",
+        declines=("Without more details it is difficult to say what he reveals to her.",),
+        answers=("Spin the egg on a hard surface to see whether it is cooked.",),
     ),
     Rule(
         "cannot-be-determined",
@@ -260,7 +282,8 @@ RULES: tuple[Rule, ...] = (
         guards=("not", "n't"),
         triggers=("cannot", "n't", "not"),
         openings=("it cannot", "this cannot"),
-        note="",
+        declines=("The year of the move cannot be determined from the passages.",),
+        answers=("The fruit cannot be eaten raw; it is boiled first.",),
     ),
     Rule(
         "answer-is-not-available",
@@ -270,7 +293,8 @@ RULES: tuple[Rule, ...] = (
         guards=("answer", "question"),
         triggers=("not", "unknown", "unclear"),
         openings=("the answer is not", "the question is", "the answer to"),
-        note="",
+        declines=("The answer is not available in the given passages.",),
+        answers=("The answer is in chapter three: the gardener did it.",),
     ),
     Rule(
         "answer-cannot-be",
@@ -279,7 +303,8 @@ RULES: tuple[Rule, ...] = (
         guards=("answer", "question"),
         triggers=("cannot", "n't", "not"),
         openings=("the answer cannot", "the question cannot"),
-        note="",
+        declines=("The answer cannot be found in the text.",),
+        answers=("The question has a simple answer: the capital is Lima.",),
     ),
     Rule(
         "no-clear-answer",
@@ -287,7 +312,8 @@ RULES: tuple[Rule, ...] = (
         r"\bno (?:clear|definitive|definite|direct|specific) answer\b",
         guards=("answer",),
         triggers=("no",),
-        note="",
+        declines=("The passages give no clear answer.",),
+        answers=("There is a clear answer: he was born in 1902.",),
     ),
     Rule(
         "without-more-context",
@@ -296,7 +322,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:\w+ ){0,2}?(?:context|details?|information|text|excerpts?)\b",
         guards=("without",),
         triggers=("without",),
-        note="",
+        declines=("I cannot make guesses without additional context.",),
+        answers=("Serve the tomato sauce without seeds, over pasta.",),
     ),
     Rule(
         "but-does-not-mention",
@@ -304,7 +331,10 @@ RULES: tuple[Rule, ...] = (
         rf"\b(?:but|and|yet) (?:{PHRASE_NEGATION}) (?:\w+ ){{0,2}}?{PHRASE_INFO_VERB}\b",
         guards=("not", "n't", "fail", "never"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
-        note="",
+        declines=("The article describes the dam, and does not mention its cost.",),
+        answers=(
+            ("The document says it opened on March 3, but doesn't say where.", "When did it open?"),
+        ),
     ),
     Rule(
         "would-need-more",
@@ -313,7 +343,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:context|details?|information)\b",
         guards=("need", "require"),
         triggers=("need", "require"),
-        note="",
+        declines=("I would need more information to answer that.",),
+        answers=("To do this, you will need two eggs and some flour.",),
     ),
     Rule(
         "terse-decline",
@@ -338,6 +369,8 @@ RULES: tuple[Rule, ...] = (
             "none specified",
             "none provided",
         ),
+        declines=("Not mentioned.", "N/A"),
+        answers=("Not mentioned often, but the town was founded in 1820 by miners.",),
         note="terse declines as the whole sentence",
     ),
     Rule(
@@ -347,7 +380,8 @@ RULES: tuple[Rule, ...] = (
         r"instances|samples|items|prompts)\b)",
         guards=(),
         triggers=("unanswerable", "not"),
-        note="",
+        declines=("Unanswerable based on the provided article.",),
+        answers=("Unanswerable questions are excluded from the dataset, which has 5,000 items.",),
     ),
     Rule(
         "source-negation",
@@ -355,7 +389,8 @@ RULES: tuple[Rule, ...] = (
         rf"{SHAPE_SUBJECT}{ADVS} {NEGATION}{ADVS} {BASE}\b",
         guards=("not", "n't", "never", "fail", "cannot"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
-        note="",
+        declines=("The text chunks provided do not explicitly mention the salary.",),
+        answers=(("No, the passages do not mention a second trial.", "Was there a second trial?"),),
     ),
     Rule(
         "source-has-no",
@@ -366,6 +401,8 @@ RULES: tuple[Rule, ...] = (
         + r"\b",
         guards=("not", "n't", "never", "fail", "cannot"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
+        declines=("The passages do not have any details about the wedding.",),
+        answers=("The house does not have any windows on the north side.",),
         note='"The passage does not have (any) information", "the text doesn\'t have the answer"',
     ),
     Rule(
@@ -374,6 +411,8 @@ RULES: tuple[Rule, ...] = (
         rf"{SHAPE_SUBJECT}{ADVS} never(?: {ADV})? (?:{THIRD}|{PAST})\b",
         guards=("never",),
         triggers=("never",),
+        declines=("The report never discloses the salary.",),
+        answers=("Pete never finishes the painting.",),
         note='"The passages never mention", "the report has not (yet) disclosed"',
     ),
     Rule(
@@ -383,7 +422,8 @@ RULES: tuple[Rule, ...] = (
         rf"(?: (?:been|yet))?{ADVS} {PARTICIPLE_INFO}\b",
         guards=("not", "n't"),
         triggers=("n't", "not"),
-        note="",
+        declines=("The filing has not disclosed the purchase price.",),
+        answers=("The company has not paid a dividend since 2019, the filing says.",),
     ),
     Rule(
         "source-gives-no",
@@ -393,6 +433,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:any|a single|enough)|none)\b",
         guards=("no", "little", "zero"),
         triggers=("no", "nothing", "not", "none"),
+        declines=("The filing makes no mention of the lawsuit.",),
+        answers=("The filing makes clear the lawsuit was settled in 2021.",),
         note='"The filing makes no mention", "the passages give no indication", "provides nothing on"',
     ),
     Rule(
@@ -405,6 +447,8 @@ RULES: tuple[Rule, ...] = (
         + r"(?: (?:seems?|appears?) to)? (?:lacks?|lacked|omits?|leaves? out)\b",
         guards=("silent", "lack", "omit", "leave"),
         triggers=("silent", "lack*", "omit*", "leave", "leaves"),
+        declines=("The passages are silent on his motives.",),
+        answers=("The forest is silent at night, the narrator says.",),
         note='"The passages are silent on ...", "the context lacks ..."',
     ),
     Rule(
@@ -418,6 +462,8 @@ RULES: tuple[Rule, ...] = (
         guards=("none", "neither", "not one", "no ", "nothing"),
         triggers=("none", "neither", "nor", "not", "no", "nothing"),
         openings=("none of", "neither"),
+        declines=("None of these passages provide the information requested.",),
+        answers=("None of the guests arrived before noon, the diary says.",),
         note='"None of the passages mention", "Neither paper discusses", "Nothing in the text indicates"',
     ),
     Rule(
@@ -429,7 +475,8 @@ RULES: tuple[Rule, ...] = (
         guards=("nothing", "nowhere"),
         triggers=("nothing", "nowhere"),
         openings=("nothing in", "nowhere in"),
-        note="",
+        declines=("Nothing in the text indicates where she was born.",),
+        answers=("Nothing in the fridge was fresh, so they ate out.",),
     ),
     Rule(
         "negative-existential",
@@ -458,6 +505,8 @@ RULES: tuple[Rule, ...] = (
             "there isn't",
             "there aren't",
         ),
+        declines=("There seems to be no information on the cost.",),
+        answers=("There seems to be a strong wind in the north, so the ferry is cancelled.",),
         note='"There is no (specific) discussion of", "there\'s no mention", "there seem to be no details"',
     ),
     Rule(
@@ -470,6 +519,13 @@ RULES: tuple[Rule, ...] = (
         rf"{alt(HANDED)}) (?:[\w-]+ ){{0,2}}?{HEAD})\b)",
         guards=("there",),
         triggers=("no", "not"),
+        declines=("There are no specific instructions in the passages.",),
+        answers=(
+            (
+                "There are no side effects reported in the study.",
+                "What are the side effects of the drug?",
+            ),
+        ),
         note='"There are no specific instructions provided for X", "there were no figures given", "there are no instructions in the passages": a noun of information (an absence noun or what a how-question asks for), absent by a participle of a verb of information or from the handed source ("There are no side effects reported in the passages" answers: none exist)',
     ),
     Rule(
@@ -480,7 +536,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:says|mentions|indicates|states|answers|addresses))\b",
         guards=("nothing",),
         triggers=("nothing",),
-        note="",
+        declines=("There is nothing about his childhood in the passages.",),
+        answers=("The plan said nothing new, and the town was built in 1820.",),
     ),
     Rule(
         "not-in-the-source",
@@ -497,7 +554,8 @@ RULES: tuple[Rule, ...] = (
         guards=("not", "n't"),
         triggers=("not", "n't"),
         openings=("this information is not", "that information is not", "the information is not"),
-        note="",
+        declines=("The answer is not in the provided text.",),
+        answers=("The key is not in the drawer but under the mat.",),
     ),
     Rule(
         "not-appearing-in-the-source",
@@ -507,6 +565,8 @@ RULES: tuple[Rule, ...] = (
         rf"texts?|(?:{alt(HANDED)}) (?:[\w-]+ ){{0,2}}?{HEAD})\b",
         guards=("not", "n't"),
         triggers=("n't", "not"),
+        declines=("The price does not appear in any of the passages.",),
+        answers=("The symptoms do not appear until the second week.",),
         note='"The price does not appear in any of the passages", "... doesn\'t show up in the text"',
     ),
     Rule(
@@ -525,7 +585,8 @@ RULES: tuple[Rule, ...] = (
             "inadequate",
         ),
         triggers=("not", "irrelevant", "unrelated", "insufficient", "inadequate"),
-        note="",
+        declines=("The provided passages are not relevant to the question.",),
+        answers=("The weather was not relevant to the outcome; the team lost on skill.",),
     ),
     Rule(
         "source-only-other",
@@ -534,7 +595,8 @@ RULES: tuple[Rule, ...] = (
         rf"{{0,2}}?{HEAD}{POST} (?:only|just|merely|mainly|primarily|solely) {ANY_VERB}\b",
         guards=("only", "just", "merely", "mainly", "primarily", "solely"),
         triggers=("only",),
-        note="",
+        declines=("I looked, but the passages only discuss the history of the castle.",),
+        answers=("Note that you can only do this once per year.",),
     ),
     Rule(
         "no-x-is-given",
@@ -547,6 +609,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:about|on|regarding|concerning|as to|of|in)\b",
         guards=("no ", "nothing"),
         triggers=("no", "nothing"),
+        declines=("No specific figures were provided for the second quarter.",),
+        answers=("No dogs are allowed in the park after dark.",),
         note='"no name is given", "No specific figures were provided", "no details are provided"',
     ),
     Rule(
@@ -567,6 +631,8 @@ RULES: tuple[Rule, ...] = (
             "no clear",
             "no explicit",
         ),
+        declines=("No information about the treaty.",),
+        answers=("No, the treaty was signed in 1648.",),
         note='"No mention of X.", "No information about ...", "No (specific) data on ...": sentence-initial',
     ),
     Rule(
@@ -582,6 +648,8 @@ RULES: tuple[Rule, ...] = (
         guards=("none", "nothing", "not", "unclear", "uncertain", "undetermin", "indetermin"),
         triggers=("none", "nothing", "not", "unclear", "uncertain", "undetermined"),
         openings=("not explicitly", "not specifically", "not directly", "not clear"),
+        declines=("None mentioned.",),
+        answers=("None of them came back, the story ends.",),
         note='"None mentioned.", "Not specified in the passages.", "None given"',
     ),
     Rule(
@@ -596,6 +664,8 @@ RULES: tuple[Rule, ...] = (
         rf"{HEAD}\b))",
         guards=("not", "n't", "never", "cannot"),
         triggers=("not", "never", "n't", "cannot"),
+        declines=("The exact cause of the twins is not fully explained in the given passages.",),
+        answers=("The bridge is not finished yet; it opens next spring.",),
         note='"X is not mentioned.", "X is not specified in the passage", "X has not been (explicitly) evaluated on Y in the provided paper"',
     ),
     Rule(
@@ -609,7 +679,8 @@ RULES: tuple[Rule, ...] = (
         rf"(?:the |these )?{RHEAD}\b",
         guards=("not", "n't", "never"),
         triggers=("not", "never", "n't"),
-        note="",
+        declines=("The purchase price was not disclosed in the provided documents.",),
+        answers=("The recipe was not tested in a fan oven, the author says, so lower the heat.",),
     ),
     Rule(
         "inability",
@@ -642,6 +713,10 @@ RULES: tuple[Rule, ...] = (
             "we do not",
             "we don't",
         ),
+        declines=("I cannot conclusively state where they first met.",),
+        answers=(
+            "I cannot stress enough how important the first step is: soak the beans overnight.",
+        ),
         note='"I could not find", "we cannot determine", "I do not see any mention", "I\'m unable to"',
     ),
     Rule(
@@ -653,7 +728,8 @@ RULES: tuple[Rule, ...] = (
         guards=("i ", "we "),
         triggers=("n't", "not", "cannot"),
         openings=("i do not see", "i don't see"),
-        note="",
+        declines=("I do not see any mention of the tenant in the passages.",),
+        answers=("They do not see each other until the final chapter, when they marry.",),
     ),
     Rule(
         "unable",
@@ -671,7 +747,8 @@ RULES: tuple[Rule, ...] = (
         guards=("unable", "not able", "impossible", "cannot", "can't", "can not", "could"),
         triggers=("unable", "impossible", "not", "cannot", "n't"),
         openings=("unable to",),
-        note="",
+        declines=("Unable to answer based on given passages.",),
+        answers=("He was unable to swim, so he drowned in the lake.",),
     ),
     Rule(
         "no-access",
@@ -683,7 +760,8 @@ RULES: tuple[Rule, ...] = (
         guards=("i ", "we "),
         triggers=("n't", "not", "no"),
         openings=("i don't have", "i do not have"),
-        note="",
+        declines=("I do not have enough context to provide a definite answer.",),
+        answers=("The villagers had no access to clean water until 1950.",),
     ),
     Rule(
         "and-cannot-find",
@@ -692,7 +770,8 @@ RULES: tuple[Rule, ...] = (
         rf"unable to|am unable to) (?:\w+ ){{0,2}}?{SEEK}\b",
         guards=("n't", "not", "unable"),
         triggers=("n't", "not", "cannot", "unable"),
-        note="",
+        declines=("I read the report but could not find the figure.",),
+        answers=("The ring was lost, and she could not stop crying until Tom found it in May.",),
     ),
     Rule(
         "source-not-specific",
@@ -702,7 +781,8 @@ RULES: tuple[Rule, ...] = (
         r"inconclusive)) (?:about|on|regarding|as to|concerning|in)\b",
         guards=("not", "unclear", "vague", "ambiguous", "inconclusive"),
         triggers=("not", "unclear"),
-        note="",
+        declines=("The passage is not specific about the dates.",),
+        answers=("The passage is clear about the dates: 1901 to 1905.",),
     ),
     Rule(
         "out-of-scope",
@@ -712,7 +792,8 @@ RULES: tuple[Rule, ...] = (
         rf"(?:the |these |this |your )?(?:[\w-]+ ){{0,2}}?{HEAD}\b",
         guards=("scope", "outside"),
         triggers=("beyond", "outside", "not"),
-        note="",
+        declines=("That question is outside the scope of the provided documents.",),
+        answers=("Remove the outside cover on the vent.",),
     ),
     Rule(
         "absent-adjective",
@@ -755,6 +836,8 @@ RULES: tuple[Rule, ...] = (
             "lack*",
             "not",
         ),
+        declines=("The salary is unspecified in the text.",),
+        answers=("The salary is missing a bonus component, which was cut in 2020.",),
         note='"The salary is unspecified in the text", "... remains undisclosed.", "is missing from the provided context": an adjective of absence (missing, absent, unknown only with the source)',
     ),
     Rule(
@@ -765,6 +848,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:determination|answer|conclusion|estimate))\b",
         guards=("allow", "permit", "enable", "let"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
+        declines=("The excerpts do not allow me to determine the winner.",),
+        answers=("The rules do not allow players to pass the ball backwards.",),
         note='"The excerpts do not allow me to determine ...", "does not allow a determination of ..."',
     ),
     Rule(
@@ -783,6 +868,8 @@ RULES: tuple[Rule, ...] = (
             "n't a ",
         ),
         triggers=("not", "n't"),
+        declines=("That's not something the provided documents cover.",),
+        answers=("That's not something to worry about: the rash fades in a week.",),
         note='"That\'s not something the provided documents cover", "not something I can determine"',
     ),
     Rule(
@@ -793,6 +880,8 @@ RULES: tuple[Rule, ...] = (
         rf"{ADVS} {NEGATION}{ADVS} {WEAK_VERB}\b",
         guards=("show", "display", "depict", "illustrat", "captur", "featur"),
         triggers=("n't", "not", "never", "cannot", "fail*"),
+        declines=("The financial statement you shared doesn't show the salary.",),
+        answers=("The data does not show a difference between the groups.",),
         note='"The financial statement you shared doesn\'t show the salary": a verb that states content only for a source handed to the model ("The data does not show a difference" answers).',
     ),
     Rule(
@@ -804,6 +893,8 @@ RULES: tuple[Rule, ...] = (
         r"(?:absolutely )?(?:nothing|no)) ",
         guards=("not", "n't", "never", "nothing", "no ", "fail"),
         triggers=("n't", "not", "never", "nothing", "no", "fail*"),
+        declines=("The context covers the merger but doesn't break down the costs.",),
+        answers=("The report covers the merger and explains that it cost $2 billion.",),
         note='"The context covers X but doesn\'t break down Y", "... talks about X but says nothing about Y"',
     ),
     Rule(
@@ -817,6 +908,8 @@ RULES: tuple[Rule, ...] = (
         r"of|, (?:but )?not|,? as opposed to)\b",
         guards=("rather than", "instead of", ", not", ", but not", "as opposed to"),
         triggers=("rather", "instead", "not"),
+        declines=("The passages focus on the city's history rather than its population.",),
+        answers=("The town is known for its wine rather than its beer.",),
         note='"The passages focus on the city\'s history rather than its population", "..., not X"',
     ),
     Rule(
@@ -828,6 +921,8 @@ RULES: tuple[Rule, ...] = (
         guards=("i ", "we "),
         triggers=("no", "nothing", "none"),
         openings=("i looked", "i searched", "i reviewed", "i checked"),
+        declines=("I reviewed the documents but found no mention of the vote.",),
+        answers=("I found the key under the mat, the narrator says.",),
         note='"I reviewed the documents but found no mention of ...", "I found nothing about ..."',
     ),
     Rule(
@@ -846,6 +941,8 @@ RULES: tuple[Rule, ...] = (
             "no",
             "impossible",
         ),
+        declines=("There is not enough information to answer the question.",),
+        answers=("She answered the question in one word: yes.",),
         note='"it is unable to answer the question", "not enough information to answer the question", "I am unable to answer those parts of the question": the question itself given up on',
     ),
     Rule(
@@ -855,7 +952,10 @@ RULES: tuple[Rule, ...] = (
         r"summari[sz]e|answer|access|read|help)\b",
         guards=(),
         triggers=("cannot", "n't", "not", "unable"),
-        note="",
+        declines=("I cannot provide a summary of the meeting.",),
+        answers=(
+            "I cannot provide verbatim excerpts from the novel. However, the hero is a sailor named Tom who loses his ship.",
+        ),
     ),
     Rule(
         "unfortunately-subject",
@@ -865,7 +965,8 @@ RULES: tuple[Rule, ...] = (
         guards=(),
         triggers=("unfortunately",),
         openings=("unfortunately",),
-        note="",
+        declines=("Unfortunately, Felicity does not state his age.",),
+        answers=("Unfortunately, the team lost the final 2-1 in extra time.",),
     ),
     Rule(
         "reported-decline",
@@ -873,7 +974,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:reply|respond|answer|say|state|conclude|output|write)(?: with| that)?:? *[\"'“‘]"
         r"([^\"”’]{4,200})",
         guards=('"', "'", "“", "‘"),
-        note="",
+        declines=('I must reply with: "Unable to answer based on given passages."',),
+        answers=('He said: "The river floods every spring."',),
     ),
     Rule(
         "form",
@@ -902,7 +1004,10 @@ RULES: tuple[Rule, ...] = (
             "unable",
         ),
         openings=("as an ai", "i am an ai", "i'm an ai"),
-        note="",
+        declines=("As an AI, I cannot read the book. Please provide the text.",),
+        answers=(
+            "I cannot reproduce copyrighted excerpts. However, the story follows a girl who runs a bakery in Paris.",
+        ),
     ),
     Rule(
         "request",
@@ -926,7 +1031,8 @@ RULES: tuple[Rule, ...] = (
             "would you",
             "if you",
         ),
-        note="",
+        declines=("Please provide more details about the contract.",),
+        answers=("Thank you for the passages. The capital of Peru is Lima.",),
     ),
     Rule(
         "apology",
@@ -955,7 +1061,8 @@ RULES: tuple[Rule, ...] = (
             "i'm afraid",
             "i am afraid",
         ),
-        note="",
+        declines=("I'm sorry. The passages do not mention the date.",),
+        answers=("Sure! The capital of Peru is Lima.",),
     ),
     Rule(
         "pointer",
@@ -1000,7 +1107,8 @@ RULES: tuple[Rule, ...] = (
             "you'll need",
             "you would have to",
         ),
-        note="",
+        declines=("The report does not give the salary. You may need to consult other filings.",),
+        answers=("To prepare, you should consult your doctor and stop eating six hours before.",),
     ),
     Rule(
         "covers-instead",
@@ -1022,7 +1130,8 @@ RULES: tuple[Rule, ...] = (
         r"refers? to (?:other|general)|(?:do|does|did) (?:\w+ )?" + ANY_VERB + r")\b|"
         r"^(?:perhaps|maybe|possibly|if you)\b",
         guards=(),
-        note="",
+        declines=("The report covers the company's finances. It does not give the CEO's salary.",),
+        answers=("The report covers the company's finances. Revenue rose 4% to $3 billion.",),
     ),
     Rule(
         "restatement",
@@ -1036,7 +1145,8 @@ RULES: tuple[Rule, ...] = (
         r"[^.!?]{0,100}\b(?:i|we|you|one) (?:would |will |first )?(?:need|needs|require|must|have to)\b"
         r"[^.!?]{0,100}[.!?]*$",
         guards=(),
-        note="",
+        declines=("You asked about the CEO's salary. The passages do not mention it.",),
+        answers=("You asked about the CEO's salary. It was $2 million in 2023.",),
     ),
     Rule(
         "hedge",
@@ -1048,7 +1158,12 @@ RULES: tuple[Rule, ...] = (
         r"can be inferred|can infer|is suggested|is implied|best (?:inference|guess)|most likely|"
         r"likely|probably|in summary|in short)\b|^to answer\b",
         guards=(),
-        note="",
+        declines=(
+            "The text does not say where he lives. However, it does not give his address either.",
+        ),
+        answers=(
+            "The text does not say directly. However, it seems he is a writer who lives in Rome.",
+        ),
     ),
     Rule(
         "gives-up",
@@ -1058,7 +1173,12 @@ RULES: tuple[Rule, ...] = (
         r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
         r"answered\b|" + GIVES_UP_QUESTION,
         guards=("answer", "respond", "address", "unable", "not able"),
-        note="",
+        declines=(
+            "He was born in Leeds and moved to London as a child. Unable to answer based on given passages.",
+        ),
+        answers=(
+            "He was born in Leeds and moved to London. The question cannot be answered in more detail from the passages.",
+        ),
     ),
 )
 

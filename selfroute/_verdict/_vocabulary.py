@@ -266,9 +266,11 @@ def _plain(words: Iterable[str]) -> str:
 
 
 PHRASE_SOURCE_NOUN = _plain(PHRASE_SOURCE_NOUNS)
+#: Up to six determiners and modifiers before the noun: a bounded repetition, so that a search
+#: stays linear on "the the the ..." (an unbounded one fails after every start: quadratic).
 PHRASE_SOURCE = (
     r"(?:provided |given |above |supplied |retrieved |available |following |these |this |the |"
-    r"that |those |its |any )*" + PHRASE_SOURCE_NOUN
+    r"that |those |its |any ){0,6}" + PHRASE_SOURCE_NOUN
 )
 PHRASE_SUBJECT = (
     rf"(?:{PHRASE_SOURCE}|it|they|the author|the authors|the writer|the paper's authors)"
