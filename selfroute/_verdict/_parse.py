@@ -1011,18 +1011,41 @@ def _concludes(sentence: str) -> bool:
     return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
 
 
+#: After a decline, a description instead of the answer (the rows of kind DESCRIBES_INSTEAD).
+_DESCRIBES_INSTEAD = tuple(
+    (re.compile(r.pattern), r.guards) for r in rules(RuleKind.DESCRIBES_INSTEAD)
+)
+
+
+def _describes_instead(clause: str) -> bool:
+    """Whether ``clause``, after a decline, describes instead of answering (the decline stands)."""
+    core = _lead_stripped(clause)
+    return any(
+        _contains(core, guards) and pattern.search(core) for pattern, guards in _DESCRIBES_INSTEAD
+    )
+
+
 def _opening_decline(sentences: _Sentences, first: int) -> str | None:
     """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer."""
     head = sentences[first]
     # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
     parts = _BUT.split(head, maxsplit=1)
-    hedged = len(parts) == 2 and _is_refusal(parts[0]) and _commits(parts[1])
+    hedged = (
+        len(parts) == 2
+        and _is_refusal(parts[0])
+        and _commits(parts[1])
+        and not _describes_instead(parts[1])
+    )
     rest = first + 1
     if not hedged:
         nxt = next(
             (i for i in range(first + 1, len(sentences)) if sentences.kind(i) not in "NPX"), None
         )
-        if nxt is None or not _hedges_into_answer(sentences[nxt]):
+        if (
+            nxt is None
+            or not _hedges_into_answer(sentences[nxt])
+            or _describes_instead(sentences[nxt])
+        ):
             return _refusal_match(head) or head
         rest = nxt + 1
     later = sentences.first_refusal(rest)

@@ -92,6 +92,11 @@ class RuleKind(Enum):
     """Describes the source or restates the question (kind N): the next sentence decides."""
     HEDGE = "hedge"
     """After a decline, commits to an answer anyway ("However, it seems ...")."""
+    DESCRIBES_INSTEAD = "describes-instead"
+    """After an opening decline, describes the asked-for thing or what the source does say
+    instead of naming the answer ("..., but it is described as a long illness", "What the text
+    does say is ..."): unlike a :attr:`HEDGE`, the decline stands, however long the description
+    goes on."""
     GIVES_UP = "gives-up"
     """After content, gives up on the question itself ("Unable to answer based on ...")."""
 
@@ -1163,6 +1168,36 @@ RULES: tuple[Rule, ...] = (
         ),
         answers=(
             "The text does not say directly. However, it seems he is a writer who lives in Rome.",
+        ),
+    ),
+    Rule(
+        "described-as",
+        RuleKind.DESCRIBES_INSTEAD,
+        r"^(?:(?:however|but|though|although|yet|instead),? )?(?:it|he|she|they|this|the "
+        r"(?:[\w'-]+ ){0,2}?[\w'-]+) (?:is|are|was|were) (?:only |just |merely |simply |vaguely |"
+        r"briefly |generally |broadly )?(?:described|characteri[sz]ed|portrayed|depicted|"
+        r"referred to|presented|alluded to|hinted at)(?: as| in| only)?\b",
+        guards=(
+            "described",
+            "characteri",
+            "portrayed",
+            "depicted",
+            "referred",
+            "presented",
+            "alluded",
+            "hinted",
+        ),
+        declines=(
+            "The text does not name his illness, but it is described as a long and wasting "
+            "malady that kept him in bed for most of the winter.",
+            "The document does not state the cause of the fire. It is only described as "
+            "sudden and fierce, and the novel moves on to the trial, the verdict and the "
+            "family's move to the coast.",
+        ),
+        answers=(
+            "The text does not name his illness directly, but it seems he had tuberculosis.",
+            "His illness is described as a long and wasting malady: tuberculosis, which kills "
+            "him in the final chapter.",
         ),
     ),
     Rule(

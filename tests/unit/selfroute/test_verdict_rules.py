@@ -33,9 +33,9 @@ def _sentences(text: str) -> list[str]:
 def _matching(row: Rule, text: str) -> list[str]:
     """The sentences of ``text`` in which ``row``'s pattern is found (as the parser searches)."""
     pattern = _rules.compiled(row.pattern)
-    return [
-        s for s in _sentences(text) if pattern.search(s) or pattern.search(_parse._lead_stripped(s))
-    ]
+    # a clause after "but" is read on its own too ("The text does not say, but it seems ...")
+    pieces = [p for s in _sentences(text) for p in {s, _parse._BUT.split(s, maxsplit=1)[-1]}]
+    return [s for s in pieces if pattern.search(s) or pattern.search(_parse._lead_stripped(s))]
 
 
 def _cases(field: str) -> list[object]:
