@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selfroute import DEFAULT_SENTINEL, Verdict, VerdictKind, parse_verdict
-from selfroute._decline import QuestionShape, content_stems, decline_shape
-from selfroute._verdict import _TRIGGER, _norm, _sentences
+from selfroute._verdict._grammar import QuestionShape, content_stems, decline_shape
+from selfroute._verdict._parse import _TRIGGER, _norm, _sentences
 
 __all__ = [
     "MODEL_FILE",

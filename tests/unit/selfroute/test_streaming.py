@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import selfroute as sr
-from selfroute._verdict import _clean, _kind, _norm, _sentences, strip_reasoning
+from selfroute._verdict._parse import _clean, _kind, _norm, _sentences, strip_reasoning
 
 
 def _feed(pieces: list[str], **kw: object) -> tuple[list[str], sr.flow.SentinelSniffer]:

@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import selfroute as sr
-from selfroute import _decline, _verdict
+from selfroute._verdict import _grammar as _decline
+from selfroute._verdict import _parse as _verdict
+from selfroute._verdict import _rules, _vocabulary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "refusals"
 
@@ -80,7 +82,7 @@ def test_guarded_shapes_match_where_the_unguarded_do() -> None:
     for sentence in SENTENCES:
         core = _verdict._lead_stripped(sentence)
         for name, pattern, guards in _decline.SHAPES:
-            if _decline._shape(pattern).search(core):
+            if _rules.compiled(pattern).search(core):
                 assert _verdict._contains(core, guards), (name, core)
 
 
@@ -105,17 +107,17 @@ def _plain_alternation(words: list[str]) -> str:
 
 
 WORD_LISTS = {
-    "heads": list(_decline.SOURCE_HEADS),
-    "adverbs": list(_decline.ADVERBS),
-    "verbs": [*_decline.INFO_VERBS, *(f for v in _decline.INFO_VERBS.values() for f in v)],
-    "absence": list(_decline.ABSENCE_NOUNS),
+    "heads": list(_vocabulary.SOURCE_HEADS),
+    "adverbs": list(_vocabulary.ADVERBS),
+    "verbs": [*_vocabulary.INFO_VERBS, *(f for v in _vocabulary.INFO_VERBS.values() for f in v)],
+    "absence": list(_vocabulary.ABSENCE_NOUNS),
 }
 
 
 @pytest.mark.parametrize("name", sorted(WORD_LISTS))
 def test_a_trie_alternation_finds_what_the_word_list_finds(name: str) -> None:
     words = WORD_LISTS[name]
-    trie = re.compile(rf"\b{_decline._alt(words)}\b")
+    trie = re.compile(rf"\b{_vocabulary.alt(words)}\b")
     plain = re.compile(rf"\b{_plain_alternation(words)}\b")
     for word in words:
         assert trie.fullmatch(word)
@@ -130,7 +132,7 @@ def test_a_trie_alternation_finds_what_the_word_list_finds(name: str) -> None:
 def test_a_trie_alternation_prefers_the_longest_word(parts: list[str]) -> None:
     text = " ".join(parts)
     words = WORD_LISTS["verbs"]
-    trie = re.compile(_decline._alt(words))
+    trie = re.compile(_vocabulary.alt(words))
     plain = re.compile(_plain_alternation(words))
     assert [m.span() for m in trie.finditer(text)] == [m.span() for m in plain.finditer(text)]
 

@@ -1,22 +1,62 @@
-"""Parsing model output stays linear on adversarial replies (white space after an answer label)."""
+"""Every pattern that runs on model output stays linear in its input (issue #27 item 11).
+
+Growth is measured as a ratio (the CPU time on a 100 KB input over the time on a 10 KB one, in
+the same run), never as an absolute time: linear growth is ~10x, quadratic ~100x. A row's pattern
+is compared with a plain linear scan of the same inputs (its growth over the scan's growth: ~1 when
+linear, ~10 when quadratic), which cancels what a loaded machine or a cache adds to long inputs.
+"""
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
+from collections.abc import Callable
 
 import pytest
 
 from selfroute._streaming import SentinelSniffer
-from selfroute._verdict import parse_verdict
+from selfroute._verdict import _rules
+from selfroute._verdict._parse import parse_verdict
+from selfroute._verdict._rules import RULES, Rule
+
+SMALL = 10_000
+LARGE = 100_000
+#: Linear growth is ~10x, quadratic ~100x: 30 separates them on a loaded machine.
+MAX_RATIO = 30
 
 
-def _best(fn, text: str, runs: int = 3) -> float:
+#: A linear scan: the yardstick of a row's growth.
+LINEAR = re.compile(r"\bzqx\b")
+#: A linear pattern grows like the scan (~1x of it), a quadratic one ~10x: 4 separates them.
+MAX_RELATIVE = 4
+
+
+def _seconds(fn: Callable[[str], object], text: str) -> float:
+    """The best of three CPU timings of ``fn(text)``, each repeated until it takes 2 ms."""
+    clock = time.process_time
+    reps = 1
+    while True:
+        start = clock()
+        for _ in range(reps):
+            fn(text)
+        if clock() - start >= 0.002 or reps >= 256:
+            break
+        reps *= 4
     best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn(text)
-        best = min(best, time.perf_counter() - start)
+    for _ in range(3):
+        start = clock()
+        for _ in range(reps):
+            fn(text)
+        best = min(best, (clock() - start) / reps)
     return best
+
+
+def _ratio(
+    fn: Callable[[str], object], make: Callable[[int], str], small: int = SMALL, large: int = LARGE
+) -> float:
+    """How much longer ``fn`` takes on ``make(large)`` than on ``make(small)``."""
+    return _seconds(fn, make(large)) / max(_seconds(fn, make(small)), 1e-6)
 
 
 def _sniff(text: str) -> None:
@@ -27,8 +67,40 @@ def _sniff(text: str) -> None:
 @pytest.mark.parametrize("label", ["A", "Answer", "Final answer", "**Answer**", "** A"])
 @pytest.mark.parametrize("entry", [parse_verdict, _sniff], ids=["parse_verdict", "sniffer"])
 def test_label_then_white_space_is_linear(label, entry) -> None:
-    small = label + " " * 10_000 + "Paris is the capital."
-    large = label + " " * 100_000 + "Paris is the capital."
-    ratio = _best(entry, large) / max(_best(entry, small), 1e-5)
-    # Linear growth is ~10x, quadratic ~100x: 25 separates them on a loaded machine.
-    assert ratio < 25, ratio
+    ratio = _ratio(entry, lambda n: label + " " * n + "Paris is the capital.")
+    assert ratio < MAX_RATIO, ratio
+
+
+def _adversarial(row: Rule) -> dict[str, Callable[[int], str]]:
+    """Inputs of ``n`` characters that keep a pattern's repetitions and alternatives busy."""
+    words = list(dict.fromkeys(re.findall(r"[a-z][a-z']+", row.pattern)))
+
+    def own(n: int) -> str:  # the pattern's own words, one after another (long partial matches)
+        return " ".join(itertools.islice(itertools.cycle(words), n // 3))[:n]
+
+    return {
+        "own-words": own,
+        "determiners": lambda n: ("the " * n)[:n],
+        "negations": lambda n: ("no not n't " * n)[:n],
+        "spaces": lambda n: " " * n + "x",
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", RULES, ids=[r.name for r in RULES])
+def test_every_rows_pattern_is_linear(row: Rule) -> None:
+    pattern = _rules.compiled(row.pattern)
+    for family, make in _adversarial(row).items():
+        relative = _relative(pattern.search, make)
+        assert relative < MAX_RELATIVE, (row.name, family, relative)
+
+
+def _relative(fn: Callable[[str], object], make: Callable[[int], str], scale: int = 1) -> float:
+    """``fn``'s growth over a linear scan's, on the same inputs (``1/scale`` of the sizes)."""
+    sizes = (SMALL // scale, LARGE // scale)
+    return _ratio(fn, make, *sizes) / max(_ratio(LINEAR.search, make, *sizes), 1.0)
+
+
+def test_the_growth_check_catches_a_quadratic_pattern() -> None:
+    quadratic = re.compile(r"(?:the ){0,9999}text")  # O(n^2) on "the the ...": fails after each
+    assert _relative(quadratic.search, lambda n: ("the " * n)[:n], scale=10) >= MAX_RELATIVE

@@ -1,14 +1,8 @@
-"""Verdict parsing on a blind sample of fresh LongBench Qasper and InfiniteBench answers.
+"""A blind sample of fresh LongBench Qasper and InfiniteBench answers: form and precision.
 
-400 non-empty predictions (200 per source, ``random.Random(20261223)``) whose (model, prediction)
-is in no row of ``labelled.jsonl``, drawn by the lead (positions only, no text read) and labelled
-blind by two engineers who saw no project code (``second/`` holds the second labels). Both sources
-were read when the rules were written, so this is a fresh *sample* of tuning sources, not a
-held-out source. It was scored once on ``5707ede`` (docs/verdict.md): committed answers of ten
-long-context models on long documents, almost none of them declines (2 and 2 of 400, the
-labellers splitting on which). What it pins is the other side of precision: the parser calls no
-committed answer with text a refusal, and everything it sends to long context without a decline
-is output with no answer to serve (a reasoning trace cut off before any answer, or punctuation).
+Almost none of its 400 outputs declines: what it pins is that the parser calls no committed
+answer a refusal, and that what goes to long context without a decline has no answer to serve.
+Where it came from: ``tests/fixtures/refusals/MANIFEST.json``.
 """
 
 from __future__ import annotations

@@ -13,23 +13,25 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
-from selfroute._decline import (
-    ADVERBS,
+from selfroute._errors import ConfigurationError, SelfRouteError
+from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._verdict._grammar import (
     COVERS_INSTEAD,
     FUNCTION_WORDS,
-    GIVES_UP_QUESTION,
     NEGATED_INFO,
     NEGATED_VERB,
     POINTER,
-    SOURCE_DETERMINERS,
-    SOURCE_HEADS,
-    SOURCE_MODIFIERS,
     QuestionShape,
     content_stems,
     decline_shape,
 )
-from selfroute._errors import ConfigurationError, SelfRouteError
-from selfroute._prompts import DEFAULT_SENTINEL
+from selfroute._verdict._rules import DECLINE_OPENINGS, TRIGGER, RuleKind, rule, rules
+from selfroute._verdict._vocabulary import (
+    ADVERBS,
+    SOURCE_DETERMINERS,
+    SOURCE_HEADS,
+    SOURCE_MODIFIERS,
+)
 
 __all__ = [
     "DeclineDetector",
@@ -268,7 +270,7 @@ def _sentences(text: str) -> list[str]:
 #   P  an apology or a preamble on its own ("I'm sorry.", "Sure!")
 #   N  describes what the source covers instead ("The passage focuses on ...", "Perhaps ...")
 #   C  anything else: content
-# R sentences are recognised by the grammar of selfroute._decline (and the patterns below).
+# R sentences are recognised by the rows of the rule table (selfroute._verdict._rules).
 # A leading R makes a refusal unless the next informative sentence hedges into an answer
 # ("However, it can be inferred that ...") and nothing later declines again. A leading F is a
 # refusal unless later content answers. Content first is an answer, unless the closing sentence
@@ -276,183 +278,17 @@ def _sentences(text: str) -> list[str]:
 # question ("Unable to answer based on given passages."), or -- the question known -- a later
 # sentence declares the asked-for item absent (a partial answer escalates).
 
-_SRC_WORD = (
-    r"(?:text|texts|passage|passages|context|contexts|document|documents|article|articles|"
-    r"excerpt|excerpts|chunk|chunks|information|source|sources|material|paper|story|stories|"
-    r"book|novel|narrative|transcript|content|snippets?|sections?|summary|chapter|data|details)"
-)
-_SRC = (
-    r"(?:provided |given |above |supplied |retrieved |available |following |these |this |the |"
-    r"that |those |its |any )*" + _SRC_WORD
-)
-_SUBJECT = rf"(?:{_SRC}|it|they|the author|the authors|the writer|the paper's authors)"
-_NEG = (
-    r"(?:does not|doesn't|do not|don't|did not|didn't|does n't|is not|isn't|are not|aren't|"
-    r"fails? to|never|cannot|can't)"
-)
-_COMM = (
-    r"(?:mention|mentions|contain|contains|provide|provides|include|includes|say|says|specify|"
-    r"specifies|state|states|discuss|discusses|give|gives|offer|offers|address|addresses|"
-    r"indicate|indicates|describe|describes|reveal|reveals|explain|explains|refer|reference|"
-    r"identify|tell|answer|clarify|list|name|report|detail|cover|disclose|establish|"
-    r"make (?:it )?clear)"
-)
-_ADVERB = (
-    r"(?:explicitly|directly|clearly|specifically|definitively|actually|really|exactly|precisely)"
-)
-_PARTICIPLE = (
-    r"(?:mentioned|stated|specified|provided|given|named|revealed|described|discussed|indicated|"
-    r"identified|explained|reported|listed|addressed|included|detailed|established|disclosed|"
-    r"clarified|found|known|available|present|contained|said|covered|shown|recorded)"
-)
-_INABILITY = (
-    r"(?:cannot|can't|can not|could not|couldn't|am unable to|'m unable to|am not able to|"
-    r"'m not able to|was unable to|were unable to|are unable to|do not|don't|did not|didn't|"
-    r"will not be able to|won't be able to|unable to)"
-)
-
-_STRONG_REFUSALS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        r"\b(?:i|we) (?:do not|don't) know\b",
-        r"\b(?:i'm|i am|we are|we're) not (?:sure|certain)\b",
-        r"\b(?:not enough|insufficient|not sufficient|without enough|without sufficient|lack of|"
-        r"lacks?|lacking) (?:\w+ ){0,2}?(?:information|context|details?|evidence|data)\b",
-        r"\bnot (?:\w+ )?(?:sufficient|enough|adequate) to (?:\w+ ){0,2}?(?:state|determine|"
-        r"answer|confirm|say|tell|identify|know|conclude)\b",
-        # "The text does not mention ..." with up to two words before the verb
-        rf"\b{_SUBJECT} {_NEG} (?:\w+ ){{0,2}}?{_COMM}\b",
-        # "does not contain any information", "does not appear to include an answer"
-        r"\b(?:does not|doesn't|do not|don't|did not|didn't)(?: appear to| seem to)? "
-        r"(?:have|contain|include|provide|give|offer) (?:any |enough |sufficient |specific |"
-        r"clear |much |a |an |the )?(?:\w+ )?(?:information|details?|mention|specifics|data|"
-        r"answer|indication|description|explanation)\b",
-        # "there is no mention / information / details ...", "there's no clear answer"
-        r"\bthere(?: is| are| was| were|'s) (?:no|not any|not enough|little|insufficient) "
-        r"(?:\w+ ){0,3}?(?:information|mention|details?|specifics|data|answer|reference|context|"
-        r"explanation|description|record|indication of|evidence of|way to)\b",
-        # "X is not mentioned.", "X is not specified in the passage", "X is not given, so ..."
-        rf"\b(?:(?:is|are|was|were|has been|have been) (?:not|never)|isn't|aren't|wasn't|"
-        rf"weren't|hasn't been|haven't been|'s not) (?:{_ADVERB} )?{_PARTICIPLE}"
-        rf"(?= *(?:$|[,;:.!?)]| (?:anywhere|at all|here)\b| (?:{_ADVERB} )?(?:in|within|by|"
-        rf"from|throughout|based on) (?:any of )?(?:\w+ ){{0,2}}?{_SRC_WORD}\b))",
-        # "It is not mentioned who ...", "it's not specified how ..."
-        rf"\b(?:it|this|that)(?: is|'s| was) (?:not|n't) (?:{_ADVERB} )?(?:{_PARTICIPLE}|clear)\b",
-        # "it is not possible to determine", "it is unclear from the text", "difficult to say"
-        r"\b(?:it|this|that)(?: is|'s| was| would be| remains) (?:not (?:\w+ )?(?:possible|clear)|"
-        r"impossible|unclear|uncertain)(?: (?:to|from|based|in|whether|what|who|which|where|"
-        r"when|why|how|if)\b| *[.!]?$)",
-        r"\b(?:difficult|hard|impossible) to (?:\w+ ){0,2}?(?:say|determine|tell|pinpoint|know|"
-        r"answer|identify|encapsulate|summari[sz]e|conclude|infer)\b",
-        r"\b(?:cannot|can't|can not|could not|couldn't) be (?:\w+ )?(?:determined|answered|found|"
-        r"inferred|known|identified|established|confirmed|ascertained|deduced)\b",
-        r"\b(?:the )?(?:answer|question) (?:is|remains) (?:not (?:\w+ )?(?:available|provided|"
-        r"given|known|clear|answerable|found)|unknown|unclear)\b",
-        r"\b(?:the )?(?:answer|question) (?:cannot|can't|can not) be\b",
-        r"\bno (?:clear|definitive|definite|direct|specific) answer\b",
-        r"\bwithout (?:more|additional|further|any|the full|enough|sufficient|more specific) "
-        r"(?:\w+ ){0,2}?(?:context|details?|information|text|excerpts?)\b",
-        rf"\b(?:but|and|yet) (?:{_NEG}) (?:\w+ ){{0,2}}?{_COMM}\b",
-        r"\b(?:would|will) (?:need|require) (?:more|additional|further) (?:\w+ ){0,2}?"
-        r"(?:context|details?|information)\b",
-        # terse declines as the whole sentence
-        r"^(?:not (?:mentioned|specified|stated|provided|given|available|found|answerable|"
-        r"discussed|known|applicable)|no answer|unknown|n/?a|none given|cannot be determined|"
-        r"insufficient information|not enough information|no information|no idea)\b",
-        r"^(?:unanswerable|not answerable)\b(?! +(?:questions?|queries|query|ones|cases|examples|"
-        r"instances|samples|items|prompts)\b)",
-    )
-)
-_NEG_GUARD = ("not", "n't", "fail", "never")
-#: For each of :data:`_STRONG_REFUSALS`, substrings one of which it needs to match (``()``: none,
-#: the pattern is anchored at the start and fails fast anyway).
-_STRONG_GUARDS: tuple[tuple[str, ...], ...] = (
-    ("know",),
-    ("sure", "certain"),
-    ("enough", "sufficient", "lack"),
-    ("sufficient", "enough", "adequate"),
-    _NEG_GUARD,
-    ("not", "n't"),
-    ("there",),
-    ("not", "n't", "never"),
-    ("not", "n't"),
-    ("not", "impossible", "unclear", "uncertain"),
-    ("difficult", "hard", "impossible"),
-    ("not", "n't"),
-    ("answer", "question"),
-    ("answer", "question"),
-    ("answer",),
-    ("without",),
-    _NEG_GUARD,
-    ("need", "require"),
-    (),
-    (),
-)
-_STRONG = tuple(zip(_STRONG_REFUSALS, _STRONG_GUARDS, strict=True))
-# "I cannot provide a summary / an answer ...": a decline unless it is about the form (copyright).
-_WEAK_REFUSAL = re.compile(
-    rf"\b(?:i|we) {_INABILITY} (?:\w+ ){{0,2}}?(?:provide|give|offer|make|choose|select|"
-    r"summari[sz]e|answer|access|read|help)\b"
-)
-# "Unfortunately, Felicity does not state his age": any subject after "unfortunately".
-_UNFORTUNATELY = re.compile(
-    rf"^unfortunately,? (?:[\w'’.-]+ ){{1,6}}?(?:does not|doesn't|do not|don't|did not|"
-    rf"didn't) (?:\w+ )?{_COMM}\b"
-)
-_FORM = re.compile(
-    r"\bcopyright(?:ed)? (?:material|materials|content|text|texts|restrictions?|issues?|"
-    r"infringement|concerns?|books?|works?|story|novel|lyrics|reasons|law)\b|"
-    r"\b(?:due to|because of|avoid|avoiding|risk|risking|respect|respecting) (?:\w+ ){0,2}?"
-    r"copyright|\bverbatim\b|\bas an ai\b|\bi am an ai\b|\bi'm an ai\b|\bai language model\b|"
-    r"\bphysically read|\b(?:i'm|i am) (?:just|only) an ai\b|"
-    rf"\b{_INABILITY} (?:\w+ ){{0,3}}?(?:reproduce|quote|paraphrase|cite)\b|"
-    rf"\b{_INABILITY} (?:\w+ ){{0,3}}?(?:provide|give|share|summari[sz]e|read|access|include|"
-    r"offer|analy[sz]e) (?:\w+ ){0,4}?(?:excerpts?|quotes?|quotations?|passages?|summary|"
-    r"summaries|books?|texts?|content|sources?|novels?|files?|documents?|links?|sections?)\b"
-)
-_REQUEST = re.compile(
-    r"^(?:please|kindly|let me know|feel free|i(?:'d| would) be (?:happy|glad)|i hope|thank you|"
-    r"thanks|perhaps rephrasing|could you|can you|would you)\b|\bif you (?:can |could |would )?"
-    r"(?:provide|share|give|clarify|rephrase|specify|tell me)\b|\bplease (?:provide|share|"
-    r"clarify|let|feel|rephrase|check)\b"
-)
-_APOLOGY = re.compile(
-    r"^(?:i'm sorry|i am sorry|i apologi[sz]e|sorry|apologies|my apologies)\b|"
-    # a preamble that says nothing yet: "Sure!", "Thank you for providing the passages."
-    r"^(?:sure|of course|great question|good question|thank you|thanks)\b[^.!?]{0,60}[.!?]*$|^(?:i'd|i would|i'll|i will) (?:be (?:happy|glad) "
-    r"to|gladly|try to) (?:help|assist|answer)\b[^.!?]{0,60}[.!?]*$"
-)
-#: A restatement of the question before the verdict ("You asked about X.", "The CEO's salary?",
-#: "To answer this, I would need X."): it says nothing yet; what follows decides (like a
-#: description of the source, kind N).
-_RESTATEMENT = re.compile(
-    # a heading that only labels what follows ("## Answer", "**Response:**"), a list item's number
-    # on its own ("1." before "The context does not mention ...")
-    r"^(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion|analysis|"
-    r"explanation|output)[:.!]?$|^\d{1,2}[.)]?$|"
-    r"^(?:you (?:asked|are asking|'re asking|want to know|wanted to know|inquired)|you've asked|"
-    r"(?:the|your|this) (?:user'?s? )?question (?:asks|is asking|is about|concerns|was|wants)|"
-    r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$|"
-    r"^to (?:answer|determine|find out|find|calculate|figure out|know|work out|say|tell)\b"
-    r"[^.!?]{0,100}\b(?:i|we|you|one) (?:would |will |first )?(?:need|needs|require|must|have to)\b"
-    r"[^.!?]{0,100}[.!?]*$"
-)
-_HEDGE = re.compile(
-    r"^(?:however|but|although|though|still|that said|nonetheless|nevertheless|based on|"
-    r"according to|judging by|from the context)\b|^(?:it|they|the (?:\w+ ){0,2}?\w+) "
-    r"(?:only |simply |just |does |merely )?(?:says|said|states|mentions|notes|suggests|implies|"
-    r"indicates|refers|reads|shows)\b|\b(?:it seems|it appears|seems to|appears to|"
-    r"can be inferred|can infer|is suggested|is implied|best (?:inference|guess)|most likely|"
-    r"likely|probably|in summary|in short)\b|^to answer\b"
-)
-#: A closing sentence that gives up on the question itself ("Unable to answer based on given
-#: passages."): a decline even without "therefore" -- unlike "the cause is not mentioned".
-_GIVES_UP = re.compile(
-    r"^(?:i am |i'm |we are )?(?:unable|not able) to answer\b|\b(?:cannot|can't|can not|"
-    r"unable to|not able to|could not|couldn't) (?:\w+ ){0,2}?(?:answer|respond to) (?:the|this|"
-    r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
-    r"answered\b|" + GIVES_UP_QUESTION
-)
+#: The decline rules of the table (:mod:`selfroute._verdict._rules`), by what the parser does with
+#: them: the phrases (tried first, each with its guards), and the single rows.
+_STRONG = tuple((re.compile(r.pattern), r.guards) for r in rules(RuleKind.PHRASE))
+_WEAK_REFUSAL = re.compile(rule("cannot-provide").pattern)
+_UNFORTUNATELY = re.compile(rule("unfortunately-subject").pattern)
+_FORM = re.compile(rule("form").pattern)
+_REQUEST = re.compile(rule("request").pattern)
+_APOLOGY = re.compile(rule("apology").pattern)
+_RESTATEMENT = re.compile(rule("restatement").pattern)
+_HEDGE = re.compile(rule("hedge").pattern)
+_GIVES_UP = re.compile(rule("gives-up").pattern)
 _CONCLUSION = re.compile(
     r"^(?:therefore|so|thus|hence|consequently|as a result|as such|in conclusion|overall)\b"
 )
@@ -496,24 +332,12 @@ def _lead_stripped(sentence: str) -> str:
     return _LEAD.sub("", sentence, count=1)
 
 
-#: Every decline pattern needs one of these words: a sentence without any is content, and the
-#: patterns are not run on it (most sentences of most answers).
-#: (Only ever tested for a match: the words are grouped by their first letters, which the regex
-#: engine tests once, instead of once per word.)
-_TRIGGER = re.compile(
-    r"n't|\b(?:n(?:o(?:t|ne|thing|where|r)?|ever|either|/?a)|cannot|un(?:able|clear|certain|known|"
-    r"answerable|related|fortunately|available|specified|mentioned|stated|disclosed|reported|"
-    r"documented|addressed|determined)|without|lack\w*|silent|i(?:nsufficient|mpossible|rrelevant|"
-    r"nadequate|dea)|difficult|hard|beyond|outside|fail\w*|only|sorry|apologi\w+|afraid|need|"
-    r"require|omit\w*|leaves?|absent|rather|instead|missing)\b"
-)
+#: Every decline needs one of these words (derived from the rows' triggers).
+_TRIGGER = TRIGGER
 
 
 #: A decline reported in quotes: 'I must reply with: "Unable to answer based on given passages."'.
-_REPORTED_DECLINE = re.compile(
-    r"\b(?:reply|respond|answer|say|state|conclude|output|write)(?: with| that)?:? *[\"'“‘]"
-    r"([^\"”’]{4,200})"
-)
+_REPORTED_DECLINE = re.compile(rule("reported-decline").pattern)
 
 
 def _contains(text: str, words: tuple[str, ...]) -> bool:
@@ -525,7 +349,7 @@ def _contains(text: str, words: tuple[str, ...]) -> bool:
 
 
 #: ``_REPORTED_DECLINE`` needs an opening quote.
-_QUOTE_MARKS = ('"', "'", "“", "‘")
+_QUOTE_MARKS = rule("reported-decline").guards
 
 
 def _refusal_match(sentence: str) -> str | None:
@@ -566,18 +390,9 @@ _LABEL_CHARS = 60
 
 
 #: Substrings without which a pattern cannot match (cheap guards before the searches).
-_FORM_GUARDS = (
-    "copyright", "verbatim", " ai", "ai ", "physically", "reproduce", "quot", "paraphrase",
-    "cite", "not", "n't", "unable",
-)  # fmt: skip
-_REQUEST_GUARDS = (
-    "please", "kindly", "let me know", "feel free", "happy", "glad", "hope", "thank",
-    "rephras", "could you", "can you", "would you", "if you",
-)  # fmt: skip
-_POINTER_GUARDS = (
-    "consult", "refer", "check", "look", "search", "seek", "find", "contact", "visit", "review",
-    "read", "obtain", "access", "explor", "reach out", "see ",
-)  # fmt: skip
+_FORM_GUARDS = rule("form").guards
+_REQUEST_GUARDS = rule("request").guards
+_POINTER_GUARDS = rule("pointer").guards
 
 
 def _is_form(sentence: str) -> bool:
@@ -832,9 +647,7 @@ class _Sentences:
 
 
 #: Substrings one of which an apology or preamble sentence (``_APOLOGY``) needs.
-_APOLOGY_GUARDS = (
-    "sorry", "apologi", "sure", "of course", "question", "thank", "help", "assist", "answer",
-)  # fmt: skip
+_APOLOGY_GUARDS = rule("apology").guards
 _CANNOT_DECLINE_GUARDS = (*_FORM_GUARDS, *_REQUEST_GUARDS, *_APOLOGY_GUARDS)
 
 
@@ -980,7 +793,7 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
 
 
 #: ``_GIVES_UP`` needs one of these.
-_GIVES_UP_GUARDS = ("answer", "respond", "address", "unable", "not able")
+_GIVES_UP_GUARDS = rule("gives-up").guards
 
 
 #: A label that states the verdict after reasoning ("Final answer:", "Answer:").
@@ -1198,18 +1011,41 @@ def _concludes(sentence: str) -> bool:
     return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
 
 
+#: After a decline, a description instead of the answer (the rows of kind DESCRIBES_INSTEAD).
+_DESCRIBES_INSTEAD = tuple(
+    (re.compile(r.pattern), r.guards) for r in rules(RuleKind.DESCRIBES_INSTEAD)
+)
+
+
+def _describes_instead(clause: str) -> bool:
+    """Whether ``clause``, after a decline, describes instead of answering (the decline stands)."""
+    core = _lead_stripped(clause)
+    return any(
+        _contains(core, guards) and pattern.search(core) for pattern, guards in _DESCRIBES_INSTEAD
+    )
+
+
 def _opening_decline(sentences: _Sentences, first: int) -> str | None:
     """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer."""
     head = sentences[first]
     # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
     parts = _BUT.split(head, maxsplit=1)
-    hedged = len(parts) == 2 and _is_refusal(parts[0]) and _commits(parts[1])
+    hedged = (
+        len(parts) == 2
+        and _is_refusal(parts[0])
+        and _commits(parts[1])
+        and not _describes_instead(parts[1])
+    )
     rest = first + 1
     if not hedged:
         nxt = next(
             (i for i in range(first + 1, len(sentences)) if sentences.kind(i) not in "NPX"), None
         )
-        if nxt is None or not _hedges_into_answer(sentences[nxt]):
+        if (
+            nxt is None
+            or not _hedges_into_answer(sentences[nxt])
+            or _describes_instead(sentences[nxt])
+        ):
             return _refusal_match(head) or head
         rest = nxt + 1
     later = sentences.first_refusal(rest)
@@ -1523,7 +1359,7 @@ def parse_verdict(
     cannot read the book. Please provide ...") or *conclude* it ("Therefore, I cannot determine
     ..."); an answer that merely contains such words elsewhere, or that hedges and then commits
     ("The text does not say, but it seems he is a writer."), is an answer. Declines are
-    recognised by their structure (:mod:`selfroute._decline`): a source noun phrase with a negated
+    recognised by their structure (:mod:`selfroute._verdict._rules`): a source noun phrase with a negated
     verb of information ("The text chunks provided do not explicitly mention ..."), absence
     constructions ("There is no discussion of ...", "None mentioned."), inability ("I could not
     find ..."), apologies, and pointers elsewhere ("You may need to consult other reports"); a
@@ -1578,123 +1414,12 @@ def _rules_verdict(cleaned: str, sentinel: str, strict: bool, question: str | No
 
 
 # -- streaming support ------------------------------------------------------------------------
-_DECLINE_OPENINGS = (
-    "the answer is not",
-    "the answer cannot",
-    "the question cannot",
-    "the question is",
-    "there is no",
-    "there's no",
-    "there are no",
-    "there is not",
-    "no information",
-    "no mention",
-    "not enough",
-    "not mentioned",
-    "not specified",
-    "not stated",
-    "not provided",
-    "not available",
-    "not given",
-    "insufficient",
-    "i cannot",
-    "i can't",
-    "i can not",
-    "i could not",
-    "i couldn't",
-    "i am unable",
-    "i'm unable",
-    "i am not able",
-    "i'm not able",
-    "i'm sorry",
-    "i am sorry",
-    "i apologize",
-    "i apologise",
-    "i don't know",
-    "i do not know",
-    "i don't have",
-    "i do not have",
-    "as an ai",
-    "i am an ai",
-    "i'm an ai",
-    "sorry",
-    "unfortunately",
-    "it is not",
-    "it isn't",
-    "it does not",
-    "it doesn't",
-    "it's not",
-    "it is unclear",
-    "it's unclear",
-    "it cannot",
-    "this is not",
-    "this cannot",
-    "unknown",
-    "n/a",
-    "cannot be determined",
-    "none of",
-    "none mentioned",
-    "none given",
-    "none specified",
-    "none provided",
-    "nothing in",
-    "nowhere in",
-    "neither",
-    "no mention",
-    "no specific",
-    "no details",
-    "no data",
-    "no reference",
-    "no direct",
-    "no clear",
-    "no explicit",
-    "unable to",
-    "i'm afraid",
-    "i am afraid",
-    "i looked",
-    "i searched",
-    "i reviewed",
-    "i checked",
-    "i do not see",
-    "i don't see",
-    "i did not",
-    "i didn't",
-    "we cannot",
-    "we can't",
-    "we could not",
-    "we couldn't",
-    "we do not",
-    "we don't",
-    "there seems",
-    "there seem",
-    "there appears",
-    "there appear",
-    "there was no",
-    "there were no",
-    "there isn't",
-    "there aren't",
-    "not explicitly",
-    "not specifically",
-    "not directly",
-    "not clear",
-    "you may need",
-    "you might need",
-    "you may want",
-    "you might want",
-    "you will need",
-    "you would need",
-    "you'll need",
-    "you would have to",
-    "this information is not",
-    "that information is not",
-    "the information is not",
-    "the answer to",
-)
+_DECLINE_OPENINGS = DECLINE_OPENINGS
 
 
 # "The provided passages do not ...": a source noun phrase, then a negation. Streamed text is held
 # while it can still grow into this shape, and released as soon as a word leaves it ("The text was
-# written"). The vocabulary is the detector's own (:mod:`selfroute._decline`).
+# written"). The vocabulary is the detector's own (:mod:`selfroute._verdict._vocabulary`).
 _SOURCE_WORDS = frozenset(SOURCE_HEADS)
 _SOURCE_OPENERS = frozenset(
     [*SOURCE_DETERMINERS, *SOURCE_MODIFIERS, "none", "neither", "nothing", "nowhere", "no", "not"]
