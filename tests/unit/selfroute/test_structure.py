@@ -55,9 +55,9 @@ _SCOPE_MODEL = (
     "sentence, so it must split and normalise text exactly as the rules do"
 )
 ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
-    "experiments.scope_model.model::selfroute._verdict._sentences": _SCOPE_MODEL,
-    "experiments.scope_model.model::selfroute._verdict._norm": _SCOPE_MODEL,
-    "experiments.scope_model.model::selfroute._verdict._TRIGGER": _SCOPE_MODEL,
+    "experiments.scope_model.model::selfroute._verdict._parse._sentences": _SCOPE_MODEL,
+    "experiments.scope_model.model::selfroute._verdict._parse._norm": _SCOPE_MODEL,
+    "experiments.scope_model.model::selfroute._verdict._parse._TRIGGER": _SCOPE_MODEL,
 }
 
 
