@@ -172,7 +172,12 @@ def run_ask_batch(args: argparse.Namespace, session: Any, out: TextIO | None = N
     items = read_questions(args.batch)
     job_file = job_file_for(args.batch)
     route = session.route
-    job = route.batch_job(items, job_file=job_file, on_event=_Progress(sys.stderr))
+    job = route.batch_job(
+        items,
+        job_file=job_file,
+        on_event=_Progress(sys.stderr),
+        settings=getattr(session, "batch_settings", None) or None,
+    )
     print(f"[batch] {len(items)} questions; job file {job_file}", file=sys.stderr, flush=True)
     for note in job.notes:
         print(f"[batch] note: {note}", file=sys.stderr)
