@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfroute._errors import ConfigurationError, MissingDependencyError
+from selfroute._redact import redact
 from selfroute.stores._errors import MissingCredentialsError
 
 __all__ = [
@@ -57,7 +58,7 @@ class ModelSpec:
     base_url: str | None = None
 
     def __str__(self) -> str:
-        where = f" at {self.base_url}" if self.base_url else ""
+        where = f" at {redact(self.base_url)}" if self.base_url else ""  # no URL password
         return f"{self.provider}:{self.name}{where}"
 
 
