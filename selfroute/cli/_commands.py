@@ -26,7 +26,13 @@ from selfroute._result import RouteResult, RouteStats, Stage
 from selfroute._settings import config_options
 from selfroute.cli._clients import build_client
 from selfroute.cli._config import Settings, load_toml, resolve
-from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
+from selfroute.cli._models import (
+    ModelSpec,
+    build_chat_model,
+    check_key_hosts,
+    has_provider,
+    parse_model_spec,
+)
 from selfroute.cli._output import (
     NOT_FOUND,
     RETRACTED,
@@ -60,10 +66,18 @@ _EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 
 
 def settings_for(args: argparse.Namespace, command: str) -> Settings:
-    """Resolve ``command``'s settings from flags, environment and ``selfroute.toml``."""
+    """Resolve ``command``'s settings from flags, environment and ``selfroute.toml``.
+
+    Raises:
+        ConfigurationError: A value that does not parse, or a server that only the working
+            folder's ``selfroute.toml`` names would get an API key from the environment
+            (:func:`~selfroute.cli._models.check_key_hosts`).
+    """
     config_path = getattr(args, "config", None)
     config = load_toml(config_path, explicit=config_path is not None)
-    return resolve(args, command, config=config)
+    settings = resolve(args, command, config=config)
+    check_key_hosts(settings, trusted_file=config_path is not None)
+    return settings
 
 
 def _embedding(settings: Settings) -> EmbeddingChoice | None:
