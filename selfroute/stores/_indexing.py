@@ -252,7 +252,7 @@ class Indexer:
             run = _Run(self._reader.document_records(), report)
             with BatchWriter(conn, journal, self._hook) as writer:
                 for item in found:
-                    status = self._plan_file(item.path, run, max_file_bytes)
+                    status = self._plan_file(item.path, run, max_file_bytes, item.within)
                     if status != "skipped":
                         run.seen.add(str(item.path))
                     if run.batch.full(run.batch_docs):
@@ -318,8 +318,11 @@ class Indexer:
         for start in range(0, len(ids), PAGE):
             chunks_col.delete(ids=list(ids[start : start + PAGE]))
 
-    def _plan_file(self, path: Path, run: _Run, max_file_bytes: int | None) -> str:
-        """Decide what ``path`` needs and add it to the batch; returns its status."""
+    def _plan_file(
+        self, path: Path, run: _Run, max_file_bytes: int | None, within: Path | None = None
+    ) -> str:
+        """Decide what ``path`` needs and add it to the batch; returns its status (``within``:
+        the folder it must still be inside when it is opened)."""
         key = str(path)
         records, report, batch = run.records, run.report, run.batch
         previous = set(run.by_path.get(key, set()))
@@ -327,7 +330,7 @@ class Indexer:
             report.unchanged += 1
             return "unchanged"
         try:
-            doc = read_document(path, max_bytes=max_file_bytes)
+            doc = read_document(path, max_bytes=max_file_bytes, within=within)
         except DocumentReadError as exc:
             report.skipped.append(Skipped(key, exc.reason))
             return "skipped"
