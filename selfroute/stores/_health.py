@@ -18,8 +18,10 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -213,20 +215,50 @@ def is_read_only(folder: Path) -> bool:
 
 _snapshots: list[str] = []
 
+#: Signals that end a process without running ``atexit``: a private copy (document text
+#: included) must not outlive them in ``$TMPDIR``.
+_FATAL_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
-def _remove_snapshots() -> None:  # pragma: no cover - runs at interpreter exit
-    for folder in _snapshots:
-        shutil.rmtree(folder, ignore_errors=True)
+
+def _remove_snapshots() -> None:
+    while _snapshots:
+        shutil.rmtree(_snapshots.pop(), ignore_errors=True)
 
 
 atexit.register(_remove_snapshots)
 
 
+def _remove_then_die(signum: int, frame: Any) -> None:
+    """Remove the private copies, then end as the signal would have (its default action)."""
+    _remove_snapshots()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _guard_signals() -> None:
+    """Remove the private copies on SIGTERM/SIGHUP too, for signals whose disposition is still
+    the default (a handler the program set is left alone: it decides how to end, and ``atexit``
+    removes the copies when it exits). Only the main thread can set handlers: elsewhere the
+    copies are removed at exit only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in _FATAL_SIGNALS:
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, _remove_then_die)
+        except (ValueError, OSError):  # pragma: no cover - not settable here
+            continue
+
+
 def snapshot(folder: Path) -> Path:
-    """A private writable copy of a read-only store's Chroma files (removed at exit).
+    """A private writable copy of a read-only store's Chroma files (removed at exit, and on
+    SIGTERM/SIGHUP when the program has no handler of its own for them).
 
     The BM25 index is not copied: it is read from the original folder.
     """
+    _guard_signals()
     target = Path(tempfile.mkdtemp(prefix="selfroute-readonly-"))
     _snapshots.append(str(target))
     copy = target / "store"

@@ -172,6 +172,60 @@ def read_only_store(tmp_path: Path) -> Iterator[Path]:
         _run_quiet(["umount", "-l", str(mount)])
 
 
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _copies(tmpdir: Path) -> list[Path]:
+    return sorted(tmpdir.glob("selfroute-readonly-*"))
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("command", ["chat", "ask"])
+def test_a_read_only_stores_private_copy_is_removed_when_the_process_is_signalled(
+    read_only_store: Path, tmp_path: Path, signame: str, command: str
+) -> None:
+    import signal
+    import threading
+    import time
+
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "selfroute.cli", command, "--store", str(read_only_store)]
+    release = threading.Event()
+
+    def slow(body: object) -> str:
+        release.wait(60)  # ask is waiting for the model, holding the copy open
+        return "late"
+
+    srv = ScriptedOpenAIServer(slow).start()
+    if command == "ask":
+        argv += ["Who proclaimed the oil embargo?", "--model", "m", "--base-url", srv.base_url]
+    else:
+        argv += ["--model", "offline"]  # chat waits for a question on stdin
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _copies(tmpdir) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _copies(tmpdir), proc.communicate(timeout=30)
+        while command == "ask" and srv.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # retrieved from the copy, now asking the model
+        time.sleep(0.5)
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release.set()
+        srv.stop()
+    assert proc.returncode == -getattr(signal, signame), err  # ended as the signal would
+    assert _copies(tmpdir) == [], "the private copy (document text) outlived " + signame
+
+
 def test_a_read_only_store_can_be_queried(
     read_only_store: Path,
     capsys: pytest.CaptureFixture[str],
