@@ -46,6 +46,9 @@ logger = logging.getLogger("selfroute")
 DATABASE_FILE = "chroma.sqlite3"
 _LOW_SPACE_BYTES = 8 * 1024 * 1024
 _FULL = ("no space left", "database or disk is full", "disk full", "disk quota")
+#: Chroma 1.x applies its write-ahead log on a read and, when that write fails (a full disk),
+#: raises a bare ``Exception`` with one of these and no word of the cause.
+_WRITE_ON_READ = ("backfill request to compactor", "failed to apply logs", "compactor")
 _READ_ONLY = ("readonly database", "read-only file system", "permission denied")
 _LOCKED = ("database is locked", "database table is locked")
 _CORRUPT = ("malformed", "not a database", "corrupt", "file is encrypted")
@@ -97,10 +100,13 @@ def explain_failure(exc: BaseException, location: str, action: str) -> StoreErro
     detail = describe_exception(exc)
     path = Path(location)
     free = None if "://" in location else _free_bytes(path)
+    low = free is not None and free < _LOW_SPACE_BYTES
+    other = any(k in text for k in (*_READ_ONLY, *_LOCKED, *_CORRUPT))
+    write_on_read = any(k in text for k in _WRITE_ON_READ)
     if (
         errno.ENOSPC in codes
         or any(k in text for k in _FULL)
-        or (free is not None and free < _LOW_SPACE_BYTES and action != "reading")
+        or (low and (action != "reading" or not other))
     ):
         room = f" ({_size(free)} free)" if free is not None else ""
         return StoreError(
@@ -108,6 +114,16 @@ def explain_failure(exc: BaseException, location: str, action: str) -> StoreErro
             "space and run the same command again (completed documents stay indexed)",
             location=location,
             condition="full",
+            cause=detail,
+        )
+    if write_on_read and not other:
+        room = f", {_size(free)} free" if free is not None else ""
+        return StoreError(
+            f"{action} the store at {location} failed because Chroma could not write to its "
+            f"database ({detail}{room}): the disk holding it is probably full (or the folder is "
+            "not writable); free some space and run the same command again",
+            location=location,
+            condition="full" if free is None else "error",
             cause=detail,
         )
     if errno.EROFS in codes or errno.EACCES in codes or any(k in text for k in _READ_ONLY):
