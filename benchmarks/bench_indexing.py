@@ -229,7 +229,65 @@ def run(ctx: BenchContext) -> BenchResult:
         "expected)."
     )
     result.rows.append(html_reader_row(ctx))
+    result.rows.extend(identical_files_rows(ctx))
     return result
+
+
+def _index_twice(folder: Path, store: Path) -> tuple[float, float]:
+    """Seconds of a first ``index`` of ``folder`` and of a rerun with nothing changed."""
+    from selfroute.stores import DocumentStore
+
+    s = DocumentStore(store, embedding="offline")
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        s.index([folder])
+        times.append(time.perf_counter() - start)
+    return times[0], times[1]
+
+
+def identical_files_rows(ctx: BenchContext) -> list[Row]:
+    """``index`` and its rerun over n and 4n identical files (one shared document record):
+    time per file, 4n versus n (linear = 1.0). Distinct files of the same count are shown as
+    the baseline's per-file rerun time."""
+    small, large = (100, 400) if ctx.quick else (400, 1_600)
+    page = "The same handbook page, copied into every folder of the share.\n" * 20
+    seconds: dict[tuple[str, int], tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = Path(tmp) / "warm-up"  # imports and first-use costs out of the first timing
+        warm.mkdir()
+        (warm / "page.txt").write_text(page, encoding="utf-8")
+        _index_twice(warm, Path(tmp) / "store-warm-up")
+        for kind in ("identical", "distinct"):
+            for n in (small, large):
+                folder = Path(tmp) / f"{kind}-{n}"
+                folder.mkdir()
+                for i in range(n):
+                    text = page if kind == "identical" else f"Page {i}. {page}"
+                    (folder / f"copy{i:05d}.txt").write_text(text, encoding="utf-8")
+                seconds[kind, n] = _index_twice(folder, Path(tmp) / f"store-{kind}-{n}")
+                ctx.log(
+                    f"  [4] {n} {kind} files: index {seconds[kind, n][0]:.2f} s, "
+                    f"rerun {seconds[kind, n][1]:.2f} s"
+                )
+    rows = []
+    for phase, at in (("index", 0), ("rerun", 1)):
+        per_small = seconds["identical", small][at] / small
+        per_large = seconds["identical", large][at] / large
+        growth = per_large / per_small
+        distinct = seconds["distinct", large][at] / large
+        rows.append(
+            Row(
+                f"identical files, {phase}: time per file, {large:,} vs {small:,} copies "
+                f"(linear = 1.0; baseline: {large:,} distinct files)",
+                f"{distinct * 1000:.2f} ms",
+                f"{per_small * 1000:.2f} -> {per_large * 1000:.2f} ms",
+                f"{growth:.2f}",
+                "<= 2.0",
+                growth <= 2.0,
+            )
+        )
+    return rows
 
 
 def nested_html(kb: int) -> str:

@@ -10,6 +10,8 @@ What is masked:
 * Google API keys: ``AIza...``, and ``?key=...`` in URLs.
 * Groq ``gsk_...``, xAI ``xai-...`` and Hugging Face ``hf_...`` tokens.
 * Bearer tokens: ``Authorization: Bearer <token>``, ``bearer <token>``.
+* Passwords in URLs: ``http://user:password@host`` shows as ``http://user:[REDACTED]@host``
+  (:func:`url_credentials` takes them out of a URL to send as HTTP basic auth).
 * ``api_key=...`` / ``"api-key": "..."`` / ``x-goog-api-key: ...`` style assignments.
 * The *current* values of the environment variables in :data:`SECRET_ENV_VARS` (read at call
   time, so a key set after import is still masked), and any value given to
@@ -44,6 +46,7 @@ __all__ = [
     "redact_exception",
     "register_model_secrets",
     "register_secret",
+    "url_credentials",
 ]
 
 #: What a secret is replaced with.
@@ -96,6 +99,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), REDACTED),
     # Groq, xAI and Hugging Face tokens.
     (re.compile(r"\b(?:gsk_|xai-|hf_)[A-Za-z0-9_\-]{20,}"), REDACTED),
+    # The password of a URL's user info (``scheme://user:password@host``). Matches start only at
+    # "://" and stop at white space, "/" or "@": linear in the text.
+    (re.compile(r"(://[^\s/@:\[\]]*:)(?!\[REDACTED\]@)[^\s/@]+@"), r"\1" + REDACTED + "@"),
 )
 
 _registry_lock = threading.Lock()
@@ -142,6 +148,27 @@ def redact(text: str, *, secrets: Iterable[str] = ()) -> str:
     for pattern, replacement in _PATTERNS:
         out = pattern.sub(replacement, out)
     return out
+
+
+def url_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user info, and the ``(user, password)`` it held (percent-decoded), or
+    ``None``. The password is registered for redaction (:func:`register_secret`).
+
+    Example:
+        >>> url_credentials("http://alice:pw@127.0.0.1:8000/v1")
+        ('http://127.0.0.1:8000/v1', ('alice', 'pw'))
+    """
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    clean = urlunsplit(parts._replace(netloc=hostport))
+    user, password = unquote(user), unquote(password)
+    register_secret(password)
+    return clean, (user, password)
 
 
 def cap_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:

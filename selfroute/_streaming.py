@@ -66,6 +66,12 @@ _HEADING = re.compile(
 )
 
 
+#: Characters after which :func:`_stream_clean` of a longer text may differ from the shorter
+#: text's cleaning plus what was added: a reasoning tag (``<``, ``>``) or a label's colon.
+_UNSTABLE = frozenset("<>:：")
+#: The longest reasoning tag (``</reflection>``): a ``<`` this close to the end may still open one.
+_TAG_REACH = 16
+
 _SPACE = re.compile(r"\s")
 _WORD = re.compile(r"[^\W_]")  # a letter or digit: text with none is not judged yet ("* ", "1.")
 
@@ -112,22 +118,69 @@ class SentinelSniffer:
         self.min_chars = min_chars
         self.hold_chars = hold_chars
         self.question = question
-        self._raw = ""
+        self._raw: list[str] = []  # the text so far, in pieces (joined when it is cleaned)
+        self._raw_tail = ""  # its last _TAG_REACH characters
         self._open = False
         self._suspect = False
         self._checked = ""
         self._seen = 0
-        self.emitted = ""
+        self._emitted: list[str] = []
+        self._emitted_len = 0
+        # Whether the last full cleaning was settled (nothing more needed, the text shown is a
+        # prefix of it): then text without _UNSTABLE characters only extends the cleaning.
+        self._settled = False
+        self._pending = ""  # cleaned text after the shown text: trailing markup, white space
+        self._inside = False  # the text so far ends inside an unterminated reasoning block
 
     @property
     def released(self) -> bool:
         """Whether any text has been released."""
         return self._open
 
+    @property
+    def emitted(self) -> str:
+        """The text released so far."""
+        if len(self._emitted) > 1:
+            self._emitted = ["".join(self._emitted)]
+        return self._emitted[0] if self._emitted else ""
+
+    def _emit(self, text: str) -> str:
+        self._emitted.append(text)
+        self._emitted_len += len(text)
+        return text
+
     def feed(self, delta: str) -> str:
-        """Add streamed text; return the text that may be shown now (possibly empty)."""
-        self._raw += delta
-        cleaned, wait = _stream_clean(self._raw)
+        """Add streamed text; return the text that may be shown now (possibly empty).
+
+        Linear in the length of the stream: once the text is released and its cleaning can no
+        longer change (no reasoning tag or label forming), a chunk is only looked at itself.
+        """
+        if not delta:
+            return ""
+        tail = (self._raw_tail + delta)[-_TAG_REACH:]
+        stable = not _UNSTABLE.intersection(delta) and "<" not in self._raw_tail
+        if self._open and self._settled and stable:
+            self._raw.append(delta)
+            self._raw_tail = tail
+            return self._extend(delta)
+        if self._inside and ">" not in delta:
+            # inside a reasoning block: only a closing tag (its ">") can change anything
+            self._raw.append(delta)
+            self._raw_tail = tail
+            return ""
+        if not self._open and delta.isspace() and self._raw_tail[-1:].isspace():
+            # white space after white space adds nothing to judge, and nothing to show (trailing
+            # white space is held): the next chunk with text is judged with it
+            self._raw.append(delta)
+            self._raw_tail = tail
+            return ""
+        self._raw.append(delta)
+        self._raw_tail = tail
+        raw = "".join(self._raw)
+        self._raw = [raw]
+        self._settled = False
+        self._inside = bool(strip_reasoning(raw)[1]) if "<" in raw else False
+        cleaned, wait = _stream_clean(raw)
         if wait:
             return ""
         if not self._open:
@@ -145,11 +198,22 @@ class SentinelSniffer:
         # newlines, are stripped from the final answer); they are released with the next text,
         # or settled by :meth:`remainder`.
         shown = cleaned.rstrip(_TRAILING_MARKUP + " \t\r\n")
-        if len(shown) <= len(self.emitted):
+        self._settled = bool(cleaned)
+        if len(shown) <= self._emitted_len:
+            self._pending = cleaned[self._emitted_len :]
             return ""
-        out = shown[len(self.emitted) :]
-        self.emitted = shown
-        return out
+        self._pending = cleaned[len(shown) :]
+        return self._emit(shown[self._emitted_len :])
+
+    def _extend(self, delta: str) -> str:
+        """The released text grows by ``delta`` (its cleaning is the old one plus ``delta``)."""
+        content = delta.rstrip(_TRAILING_MARKUP + " \t\r\n")
+        if not content:
+            self._pending += delta  # all trailing: held (each character once, when released)
+            return ""
+        out = self._pending + content
+        self._pending = delta[len(content) :]
+        return self._emit(out)
 
     def _declines(self, text: str) -> bool:
         verdict = parse_verdict(
@@ -185,7 +249,7 @@ class SentinelSniffer:
     def remainder(self, final_answer: str) -> str:
         """Text of ``final_answer`` not yet shown (called when the RAG answer was accepted)."""
         if final_answer.startswith(self.emitted):
-            rest = final_answer[len(self.emitted) :]
-            self.emitted = final_answer
+            rest = final_answer[self._emitted_len :]
+            self._emitted, self._emitted_len = [final_answer], len(final_answer)
             return rest
         return ""

@@ -10,7 +10,6 @@ only; deciding is the flow's job.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -141,7 +140,16 @@ def parse_structured_verdict(
     )
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+def _unfence(body: str) -> str | None:
+    """The inside of a code fence around all of ``body`` (already stripped): what
+    ``^```(?:json)?\\s*(.*?)\\s*```$`` captures, found by slicing (the regex backtracked
+    quadratically, worse, on long runs of white space)."""
+    if len(body) < 6 or not body.startswith("```") or not body.endswith("```"):
+        return None
+    inner = body[3:-3]
+    if inner[:4].lower() == "json":
+        inner = inner[4:]
+    return inner.strip()
 
 
 def load_structured(text: str | None) -> dict[str, Any] | None:
@@ -158,9 +166,9 @@ def load_structured(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
+    fenced = _unfence(body)
+    if fenced is not None:
+        body = fenced
     if not body.startswith("{"):
         start, end = body.find("{"), body.rfind("}")
         if start < 0 or end <= start:

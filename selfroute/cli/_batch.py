@@ -26,6 +26,7 @@ from selfroute._batch import (
 from selfroute._batch._ledger import results_of
 from selfroute._errors import ConfigurationError, InvalidInputError
 from selfroute.cli._models import ModelSpec, credential
+from selfroute.cli._output import printable
 
 __all__ = [
     "CoreBatchRoute",
@@ -132,16 +133,19 @@ class _Progress:
             line = f"phase {event.phase}: batch {event.batch_id} {state}{counts}"
         else:
             line = event.message
-        print(f"[batch] {line}", file=self.out, flush=True)
+        print(f"[batch] {printable(line)}", file=self.out, flush=True)
 
 
 def _line(outcome: BatchOutcome) -> str:
+    """One question's printed line: its id (on one line) and answer with every terminal escape,
+    control character and bidi override shown as text (:func:`~selfroute.cli._output.printable`)."""
     from selfroute.cli._output import format_answer
 
+    qid = printable(outcome.id, one_line=True)
     if outcome.result is None:
-        return f"[{outcome.id}] error: {outcome.error}"
+        return f"[{qid}] error: {printable(str(outcome.error))}"
     r = outcome.result
-    return f"[{outcome.id}] {format_answer(r)}  ({r.route.value}: {r.reason.value})"
+    return f"[{qid}] {printable(format_answer(r))}  ({r.route.value}: {r.reason.value})"
 
 
 def _budget_summary(outcomes: list[BatchOutcome]) -> None:
@@ -152,7 +156,8 @@ def _budget_summary(outcomes: list[BatchOutcome]) -> None:
         (o.id, hint) for o in outcomes if o.result is not None and (hint := budget_hint(o.result))
     ]
     if refused:
-        ids = ", ".join(i for i, _ in refused[:5]) + (", ..." if len(refused) > 5 else "")
+        ids = ", ".join(printable(i, one_line=True) for i, _ in refused[:5])
+        ids += ", ..." if len(refused) > 5 else ""
         print(
             f"[batch] {len(refused)} of {len(outcomes)} questions over the long-context budget "
             f"({ids}): {refused[-1][1]}",
@@ -172,10 +177,15 @@ def run_ask_batch(args: argparse.Namespace, session: Any, out: TextIO | None = N
     items = read_questions(args.batch)
     job_file = job_file_for(args.batch)
     route = session.route
-    job = route.batch_job(items, job_file=job_file, on_event=_Progress(sys.stderr))
+    job = route.batch_job(
+        items,
+        job_file=job_file,
+        on_event=_Progress(sys.stderr),
+        settings=getattr(session, "batch_settings", None) or None,
+    )
     print(f"[batch] {len(items)} questions; job file {job_file}", file=sys.stderr, flush=True)
     for note in job.notes:
-        print(f"[batch] note: {note}", file=sys.stderr)
+        print(f"[batch] note: {printable(note)}", file=sys.stderr)
     outcomes = job.results()
     for outcome in outcomes:
         if args.json:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -26,7 +26,13 @@ from selfroute._result import RouteResult, RouteStats, Stage
 from selfroute._settings import config_options
 from selfroute.cli._clients import build_client
 from selfroute.cli._config import Settings, load_toml, resolve
-from selfroute.cli._models import ModelSpec, build_chat_model, has_provider, parse_model_spec
+from selfroute.cli._models import (
+    ModelSpec,
+    build_chat_model,
+    check_key_hosts,
+    has_provider,
+    parse_model_spec,
+)
 from selfroute.cli._output import (
     NOT_FOUND,
     RETRACTED,
@@ -60,10 +66,18 @@ _EXIT_WORDS = {"exit", "quit", ":q", "/exit", "/quit"}
 
 
 def settings_for(args: argparse.Namespace, command: str) -> Settings:
-    """Resolve ``command``'s settings from flags, environment and ``selfroute.toml``."""
+    """Resolve ``command``'s settings from flags, environment and ``selfroute.toml``.
+
+    Raises:
+        ConfigurationError: A value that does not parse, or a server that only the working
+            folder's ``selfroute.toml`` names would get an API key from the environment
+            (:func:`~selfroute.cli._models.check_key_hosts`).
+    """
     config_path = getattr(args, "config", None)
     config = load_toml(config_path, explicit=config_path is not None)
-    return resolve(args, command, config=config)
+    settings = resolve(args, command, config=config)
+    check_key_hosts(settings, trusted_file=config_path is not None)
+    return settings
 
 
 def _embedding(settings: Settings) -> EmbeddingChoice | None:
@@ -201,6 +215,9 @@ class _Session:
     currency: str
     retrieval: str
     prices: PriceTable | None = None
+    #: What a batch job's answers depend on beyond the flow's and the models' settings (the
+    #: retrieval): recorded in the job file, a rerun with others refuses naming them.
+    batch_settings: dict[str, Any] = field(default_factory=dict)
 
 
 def _route_kwargs(settings: Settings) -> tuple[dict[str, Any], str]:
@@ -288,6 +305,24 @@ def _source(settings: Settings, doc: str | None) -> Any:
     return store_source(HybridRetriever(store, mode=settings.retrieval, k=settings.k))
 
 
+def _retrieval_settings(settings: Settings, doc: str | None, store: Any = None) -> dict[str, Any]:
+    """What the passages of a batch job's questions depend on: the ``--doc`` file, or the store
+    (folder or server, collection, the collection's embedding) and the retrieval mode."""
+    if doc is not None:
+        return {"retrieval": "bm25 over --doc", "doc": str(Path(doc).resolve())}
+    from selfroute._redact import redact
+
+    where = redact(settings.chroma_url) if settings.chroma_url else None  # no password kept
+    out: dict[str, Any] = {
+        "retrieval": settings.retrieval,
+        "store": where or str(Path(settings.store).resolve()),
+        "collection": settings.collection,
+    }
+    if store is not None:
+        out["embedding"] = store.embedding.spec
+    return out
+
+
 def _session(settings: Settings, doc: str | None) -> _Session:
     """``ask``/``chat`` on the core's flow with the framework-free model clients."""
     rag_spec, lc_spec = _specs(settings, doc)
@@ -318,7 +353,12 @@ def _batch_session(settings: Settings, doc: str | None) -> _Session:
 
     session = _session(settings, doc)
     backend = openai_batch_backend(rag_spec, lc_spec, temperature=settings.temperature)
-    return replace(session, route=CoreBatchRoute(session.route, backend))
+    store = session.route.handler.source.store
+    return replace(
+        session,
+        route=CoreBatchRoute(session.route, backend),
+        batch_settings=_retrieval_settings(settings, doc, store),
+    )
 
 
 def _langchain_batch_session(settings: Settings, doc: str | None) -> _Session:
@@ -345,7 +385,15 @@ def _langchain_batch_session(settings: Settings, doc: str | None) -> _Session:
             metadata={"source": str(loaded.path), "doc_id": loaded.doc_id, "title": loaded.title},
         )
         route = SelfRoute(llm=llm, document=document, long_context="fixed", **kwargs)
-        return _Session(route, rag_spec, lc_spec, currency, "bm25 over --doc", kwargs.get("prices"))
+        return _Session(
+            route,
+            rag_spec,
+            lc_spec,
+            currency,
+            "bm25 over --doc",
+            kwargs.get("prices"),
+            _retrieval_settings(settings, doc),
+        )
     from langchain_selfroute._store_retriever import SelfRouteStoreRetriever
     from selfroute.stores._retriever import HybridRetriever
 
@@ -354,7 +402,15 @@ def _langchain_batch_session(settings: Settings, doc: str | None) -> _Session:
     core = HybridRetriever(store, mode=settings.retrieval, k=settings.k)
     retriever = SelfRouteStoreRetriever(retriever=core, k=settings.k)
     route = retriever.as_self_route(llm, **kwargs)
-    return _Session(route, rag_spec, lc_spec, currency, settings.retrieval, kwargs.get("prices"))
+    return _Session(
+        route,
+        rag_spec,
+        lc_spec,
+        currency,
+        settings.retrieval,
+        kwargs.get("prices"),
+        _retrieval_settings(settings, doc, store),
+    )
 
 
 def _payload(result: RouteResult, session: _Session) -> dict[str, Any]:

@@ -192,9 +192,13 @@ def load_toml(path: str | os.PathLike[str] | None, *, explicit: bool) -> dict[st
 class Settings:
     """Resolved settings; attribute access by name, :meth:`source` says where each came from."""
 
-    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    def __init__(
+        self, values: Mapping[str, Any], sources: Mapping[str, str], config_file: str = CONFIG_FILE
+    ) -> None:
         self._values = dict(values)
         self._sources = dict(sources)
+        #: The config file the ``file`` values came from.
+        self.config_file = config_file
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -260,7 +264,7 @@ def resolve(
             sources[s.name] = "file"
         else:
             values[s.name] = s.default
-    return Settings(values, sources)
+    return Settings(values, sources, file_name)
 
 
 def settings_table(settings: Sequence[Setting] = SETTINGS) -> str:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from selfroute._errors import ConfigurationError, MissingDependencyError
+from selfroute._redact import redact
 from selfroute.stores._errors import MissingCredentialsError
 
 __all__ = [
     "OFFLINE_READER",
     "ModelSpec",
     "build_chat_model",
+    "check_key_hosts",
     "credential",
     "has_provider",
     "parse_model_spec",
@@ -35,6 +37,14 @@ _KEYS = {
     "openai": ("OPENAI_API_KEY",),
     "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
     "offline": (),
+}
+#: The hosts of the providers' own APIs: a key from the environment may always go there.
+PROVIDER_HOSTS = frozenset({"api.openai.com", "generativelanguage.googleapis.com"})
+#: Settings naming a server that receives an API key from the environment, with the keys.
+_KEYED_URLS = {
+    "base_url": ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "lc_base_url": ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"),
+    "embedding_base_url": ("OPENAI_API_KEY",),
 }
 #: The one model of the ``offline`` provider: the built-in extractive reader.
 OFFLINE_READER = "extractive"
@@ -57,7 +67,7 @@ class ModelSpec:
     base_url: str | None = None
 
     def __str__(self) -> str:
-        where = f" at {self.base_url}" if self.base_url else ""
+        where = f" at {redact(self.base_url)}" if self.base_url else ""  # no URL password
         return f"{self.provider}:{self.name}{where}"
 
 
@@ -104,6 +114,46 @@ def parse_model_spec(spec: str, base_url: str | None = None, *, flag: str = "--m
             )
         return ModelSpec("offline", OFFLINE_READER)
     return ModelSpec(provider or "openai", name, base_url or None)
+
+
+def check_key_hosts(settings: Any, *, trusted_file: bool) -> None:
+    """Refuse to send an API key from the environment to a server that only a project-local
+    ``selfroute.toml`` names.
+
+    A ``selfroute.toml`` found in the working folder comes with the folder (a cloned repository):
+    its ``base_url``/``lc_base_url``/``embedding_base_url`` may point anywhere, and the server
+    would get ``Authorization: Bearer $OPENAI_API_KEY``. A key from the environment is sent only
+    to its provider's own API host (:data:`PROVIDER_HOSTS`) or to a server the user named: a flag,
+    a ``SELFROUTE_*`` variable, or a config file named with ``--config`` / ``SELFROUTE_CONFIG``.
+
+    Args:
+        settings: The resolved settings (:class:`~selfroute.cli._config.Settings`).
+        trusted_file: The config file was named by the user (``--config``, ``SELFROUTE_CONFIG``).
+
+    Raises:
+        ConfigurationError: Naming the setting, the server and how to allow it.
+    """
+    from urllib.parse import urlsplit
+
+    if trusted_file:
+        return
+    for name, variables in _KEYED_URLS.items():
+        if settings.source(name) != "file":
+            continue
+        url = str(getattr(settings, name))
+        host = (urlsplit(url if "//" in url else f"http://{url}").hostname or "").lower()
+        keys = [v for v in variables if os.environ.get(v, "").strip()]
+        if host in PROVIDER_HOSTS or not keys:
+            continue
+        flag = "--" + name.replace("_", "-")
+        config = getattr(settings, "config_file", "selfroute.toml")
+        raise ConfigurationError(
+            f"{config} (found in the working folder) sets {name} to {redact(url)}: selfroute "
+            f"will not send ${keys[0]} from your environment to a server that only a "
+            f"project-local config names. If you trust it, name it yourself: {flag} {redact(url)} "
+            f"(or SELFROUTE_{name.upper()}), or name the file: --config {config} "
+            "(or SELFROUTE_CONFIG); or unset the key for a server that needs none"
+        )
 
 
 def credential(spec: ModelSpec, flag: str = "--model") -> str:

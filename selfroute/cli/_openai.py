@@ -18,6 +18,7 @@ the server and the model.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -31,7 +32,7 @@ from typing import Any
 from selfroute._errors import ModelOutputError
 from selfroute._faults import INCOMPLETE, mark_processed, normalize_finish_reason
 from selfroute._flow import Generation, GenerationChunk, StructuredRequest
-from selfroute._redact import register_secret
+from selfroute._redact import register_secret, url_credentials
 from selfroute._structured import load_structured
 from selfroute._usage import Usage
 
@@ -225,7 +226,9 @@ class OpenAIChat:
         model: The model name sent in every request.
         api_key: Sent as ``Authorization: Bearer``; registered for redaction.
         base_url: The API root (``.../v1``); ``None`` reads ``OPENAI_API_BASE``, then
-            ``OPENAI_BASE_URL``, else OpenAI's own.
+            ``OPENAI_BASE_URL``, else OpenAI's own. A ``user:password@`` in it is sent as HTTP
+            basic auth instead of the key, as the ``openai`` SDK (httpx) sends it, and is never
+            shown.
         temperature: Sampling temperature.
         timeout: Seconds per connect/read (``None``: no limit).
         max_retries: Retries of a transient failure after the first attempt.
@@ -249,7 +252,12 @@ class OpenAIChat:
         self.model = self.name = model
         self.window = window
         from_env = (os.environ.get(v, "").strip() for v in BASE_URL_VARIABLES)
-        self.base_url = (base_url or next((u for u in from_env if u), DEFAULT_BASE_URL)).rstrip("/")
+        chosen = (base_url or next((u for u in from_env if u), DEFAULT_BASE_URL)).rstrip("/")
+        self.base_url, credentials = url_credentials(chosen)
+        self._basic: str | None = None
+        if credentials is not None:
+            self._basic = base64.b64encode(":".join(credentials).encode("utf-8")).decode("ascii")
+            register_secret(self._basic)
         self.temperature = temperature
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
@@ -318,7 +326,7 @@ class OpenAIChat:
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json",
-            "Authorization": f"Bearer {self._key}",
+            "Authorization": f"Basic {self._basic}" if self._basic else f"Bearer {self._key}",
             "User-Agent": "selfroute-cli",
         }
         for header, variable in _HEADER_VARIABLES:

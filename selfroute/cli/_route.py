@@ -58,10 +58,12 @@ class Source:
     Attributes:
         retrieve: ``retrieve(question, k) -> passages``, best first.
         long_context: ``long_context(passages) -> documents`` (most relevant first), or ``None``.
+        store: The :class:`~selfroute.stores.DocumentStore` queried, or ``None`` (``--doc``).
     """
 
     retrieve: Callable[[str, int], Sequence[Passage]]
     long_context: Callable[[Sequence[Passage]], Sequence[ContextDocument] | None]
+    store: Any = None
 
 
 def store_source(retriever: Any) -> Source:
@@ -89,7 +91,7 @@ def store_source(retriever: Any) -> Source:
             for d in retriever.long_context(passages)
         ]
 
-    return Source(retrieve, long_context)
+    return Source(retrieve, long_context, getattr(retriever, "store", None))
 
 
 def document_source(

@@ -8,6 +8,7 @@ collection checks them against what the caller asked for.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as _dt
 import functools
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError, MissingDependencyError
+from selfroute._redact import redact, register_secret, url_credentials
 from selfroute.stores._embedding import EmbeddingChoice, embed_documents
 from selfroute.stores._errors import CollectionNotFoundError, EmbeddingMismatchError, StoreError
 from selfroute.stores._fastread import OfflineQueryEmbedding, ReadClient, open_read_client
@@ -204,18 +206,30 @@ def _drop_reader(conn: StoreConnection, *, fast_reads: bool = True) -> None:
 
 
 def _http_client(chromadb: Any, settings: Any, url: str) -> Any:
-    """A ``chromadb.HttpClient`` for ``http(s)://host:port``."""
-    parts = _server_url(url)
+    """A ``chromadb.HttpClient`` for ``http(s)://host:port``; a ``user:password@`` in the URL is
+    sent as HTTP basic auth (and never shown: messages name the URL with the password masked)."""
+    shown = redact(url)
+    bare, credentials = url_credentials(url if "//" in url else f"http://{url}")
+    parts = _server_url(bare)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"--chroma-url must look like http://host:port, got {url!r}")
+        raise ConfigurationError(f"--chroma-url must look like http://host:port, got {shown!r}")
     port = parts.port or (443 if parts.scheme == "https" else 8000)
+    headers = None
+    if credentials is not None:
+        token = base64.b64encode(":".join(credentials).encode("utf-8")).decode("ascii")
+        register_secret(token)
+        headers = {"Authorization": f"Basic {token}"}
     try:
         with quiet_chroma():
             return chromadb.HttpClient(
-                host=parts.hostname, port=port, ssl=parts.scheme == "https", settings=settings
+                host=parts.hostname,
+                port=port,
+                ssl=parts.scheme == "https",
+                headers=headers,
+                settings=settings,
             )
     except Exception as exc:
-        raise StoreError(f"cannot reach the Chroma server at {url}: {exc}") from exc
+        raise StoreError(f"cannot reach the Chroma server at {shown}: {redact(str(exc))}") from exc
 
 
 def _drop_cached_system(client: Any) -> None:
@@ -353,15 +367,15 @@ class StoreConnection:
 
     @property
     def location(self) -> str:
-        """Where the collection lives (folder or server URL)."""
-        return self.chroma_url or str(self.path)
+        """Where the collection lives (folder or server URL, its password masked)."""
+        return redact(self.chroma_url) if self.chroma_url else str(self.path)
 
     @functools.cached_property
     def bm25_dir(self) -> Path:
         """Folder of this collection's BM25 indexes (its path, server and name never change:
         computed once, as a question checks the journal next to it)."""
         if self.chroma_url:
-            parts = _server_url(self.chroma_url)
+            parts = _server_url(url_credentials(self.chroma_url)[0])
             server = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{parts.hostname}_{parts.port or ''}")
             return self.path / "bm25" / f"server-{server}" / self.collection_name
         return self.path / "bm25" / self.collection_name

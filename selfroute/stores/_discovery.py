@@ -26,10 +26,16 @@ class FoundFile:
     Attributes:
         path: Absolute path as walked (links are not resolved, so names stay the user's).
         root: The path the user named that led to it (absolute).
+        within: The real folder the file must still be inside when it is read (a file found
+            by walking a folder without ``follow_symlinks``), or ``None`` (a file the user
+            named, or links followed anywhere): :func:`~selfroute.stores.read_document` checks
+            it again when it opens the file, so a file swapped for a link after the walk is
+            not read.
     """
 
     path: Path
     root: Path
+    within: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -75,14 +81,14 @@ def discover_files(
     seen: set[Path] = set()
     excluded = {Path(e).resolve() for e in exclude}
 
-    def take(path: Path, root: Path) -> None:
+    def take(path: Path, root: Path, within: Path | None = None) -> None:
         if path in seen:
             return
         seen.add(path)
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             skipped.append(_unsupported(path))
             return
-        found.append(FoundFile(path, root))
+        found.append(FoundFile(path, root, within))
 
     for given in paths:
         raw = Path(given)
@@ -142,7 +148,7 @@ def discover_files(
                     visited.add(real_dir)
                     stack.append(child)
                 elif entry.is_file(follow_symlinks=True):
-                    take(child, path)
+                    take(child, path, None if follow_symlinks else root_real)
                 else:
                     skipped.append(Skipped(str(child), "not a regular file"))
     found.sort(key=lambda f: str(f.path))

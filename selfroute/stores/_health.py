@@ -18,8 +18,10 @@ import functools
 import logging
 import os
 import shutil
+import signal
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -44,6 +46,9 @@ logger = logging.getLogger("selfroute")
 DATABASE_FILE = "chroma.sqlite3"
 _LOW_SPACE_BYTES = 8 * 1024 * 1024
 _FULL = ("no space left", "database or disk is full", "disk full", "disk quota")
+#: Chroma 1.x applies its write-ahead log on a read and, when that write fails (a full disk),
+#: raises a bare ``Exception`` with one of these and no word of the cause.
+_WRITE_ON_READ = ("backfill request to compactor", "failed to apply logs", "compactor")
 _READ_ONLY = ("readonly database", "read-only file system", "permission denied")
 _LOCKED = ("database is locked", "database table is locked")
 _CORRUPT = ("malformed", "not a database", "corrupt", "file is encrypted")
@@ -95,10 +100,13 @@ def explain_failure(exc: BaseException, location: str, action: str) -> StoreErro
     detail = describe_exception(exc)
     path = Path(location)
     free = None if "://" in location else _free_bytes(path)
+    low = free is not None and free < _LOW_SPACE_BYTES
+    other = any(k in text for k in (*_READ_ONLY, *_LOCKED, *_CORRUPT))
+    write_on_read = any(k in text for k in _WRITE_ON_READ)
     if (
         errno.ENOSPC in codes
         or any(k in text for k in _FULL)
-        or (free is not None and free < _LOW_SPACE_BYTES and action != "reading")
+        or (low and (action != "reading" or not other))
     ):
         room = f" ({_size(free)} free)" if free is not None else ""
         return StoreError(
@@ -106,6 +114,16 @@ def explain_failure(exc: BaseException, location: str, action: str) -> StoreErro
             "space and run the same command again (completed documents stay indexed)",
             location=location,
             condition="full",
+            cause=detail,
+        )
+    if write_on_read and not other:
+        room = f", {_size(free)} free" if free is not None else ""
+        return StoreError(
+            f"{action} the store at {location} failed because Chroma could not write to its "
+            f"database ({detail}{room}): the disk holding it is probably full (or the folder is "
+            "not writable); free some space and run the same command again",
+            location=location,
+            condition="full" if free is None else "error",
             cause=detail,
         )
     if errno.EROFS in codes or errno.EACCES in codes or any(k in text for k in _READ_ONLY):
@@ -213,20 +231,50 @@ def is_read_only(folder: Path) -> bool:
 
 _snapshots: list[str] = []
 
+#: Signals that end a process without running ``atexit``: a private copy (document text
+#: included) must not outlive them in ``$TMPDIR``.
+_FATAL_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
-def _remove_snapshots() -> None:  # pragma: no cover - runs at interpreter exit
-    for folder in _snapshots:
-        shutil.rmtree(folder, ignore_errors=True)
+
+def _remove_snapshots() -> None:
+    while _snapshots:
+        shutil.rmtree(_snapshots.pop(), ignore_errors=True)
 
 
 atexit.register(_remove_snapshots)
 
 
+def _remove_then_die(signum: int, frame: Any) -> None:
+    """Remove the private copies, then end as the signal would have (its default action)."""
+    _remove_snapshots()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _guard_signals() -> None:
+    """Remove the private copies on SIGTERM/SIGHUP too, for signals whose disposition is still
+    the default (a handler the program set is left alone: it decides how to end, and ``atexit``
+    removes the copies when it exits). Only the main thread can set handlers: elsewhere the
+    copies are removed at exit only."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in _FATAL_SIGNALS:
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, _remove_then_die)
+        except (ValueError, OSError):  # pragma: no cover - not settable here
+            continue
+
+
 def snapshot(folder: Path) -> Path:
-    """A private writable copy of a read-only store's Chroma files (removed at exit).
+    """A private writable copy of a read-only store's Chroma files (removed at exit, and on
+    SIGTERM/SIGHUP when the program has no handler of its own for them).
 
     The BM25 index is not copied: it is read from the original folder.
     """
+    _guard_signals()
     target = Path(tempfile.mkdtemp(prefix="selfroute-readonly-"))
     _snapshots.append(str(target))
     copy = target / "store"

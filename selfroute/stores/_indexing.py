@@ -191,8 +191,13 @@ class _Run:
         self.records = records
         self.report = report
         self.by_path: dict[str, set[str]] = {}
+        #: Each record's ``files`` map, parsed once: a record shared by n identical files is
+        #: not parsed (nor written) again for each of them, which made runs quadratic in n.
+        self.files: dict[str, dict[str, dict[str, Any]]] = {}
+        self._unwritten: set[str] = set()  # records whose ``files`` map changed since written
         for doc_id, record in records.items():
-            for path in files_of(record):
+            files = self.files[doc_id] = files_of(record)
+            for path in files:
                 self.by_path.setdefault(path, set()).add(doc_id)
         self.seen: set[str] = set()
         self.written: dict[str, str] = {}  # chunk id -> text, for the BM25 update
@@ -200,6 +205,41 @@ class _Run:
         self.tokens: TokenRows | None = None if records else TokenRows()
         self.batch = _Batch()
         self.batch_docs = 1
+
+    def set_file(self, doc_id: str, path: str, entry: dict[str, Any] | None) -> None:
+        """Set (``None``: remove) ``path`` in a record's ``files`` map; the record is written
+        out again by :meth:`record`, once however many files changed."""
+        files = self.files[doc_id]
+        if entry is None:
+            files.pop(path, None)
+        else:
+            files[path] = entry
+        self._unwritten.add(doc_id)
+
+    def record(self, doc_id: str) -> dict[str, Any]:
+        """The record of ``doc_id`` with its current ``files`` map."""
+        if doc_id in self._unwritten:
+            self._unwritten.discard(doc_id)
+            self.records[doc_id] = with_files(self.records[doc_id], self.files[doc_id])
+        return self.records[doc_id]
+
+    def add(self, doc_id: str, record: dict[str, Any], files: dict[str, dict[str, Any]]) -> None:
+        """A new record and its ``files`` map."""
+        self.records[doc_id] = record
+        self.files[doc_id] = dict(files)
+        self._unwritten.discard(doc_id)
+
+    def drop(self, doc_id: str) -> None:
+        """Forget a record with no file left."""
+        self.records.pop(doc_id, None)
+        self.files.pop(doc_id, None)
+        self._unwritten.discard(doc_id)
+
+    def settled(self) -> dict[str, dict[str, Any]]:
+        """Every record, with its current ``files`` map."""
+        for doc_id in sorted(self._unwritten):
+            self.record(doc_id)
+        return self.records
 
 
 class Indexer:
@@ -252,7 +292,7 @@ class Indexer:
             run = _Run(self._reader.document_records(), report)
             with BatchWriter(conn, journal, self._hook) as writer:
                 for item in found:
-                    status = self._plan_file(item.path, run, max_file_bytes)
+                    status = self._plan_file(item.path, run, max_file_bytes, item.within)
                     if status != "skipped":
                         run.seen.add(str(item.path))
                     if run.batch.full(run.batch_docs):
@@ -264,7 +304,7 @@ class Indexer:
                 if prune:
                     writer.execute(self._prune(paths, run))
             self._finish(run, journal, prune, progress)
-        report.committed_records = run.records
+        report.committed_records = run.settled()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -278,13 +318,15 @@ class Indexer:
                 roots.append(root)
             else:  # missing or unreadable: its files cannot be told apart from deleted ones
                 run.report.not_pruned.append(str(root))
+        touched: set[str] = set()
         for path, doc_ids in sorted(run.by_path.items()):
             p = Path(path)
             under = any(p == r or r in p.parents for r in roots)
             if under and path not in run.seen:
                 for doc_id in sorted(doc_ids):
-                    _detach(run.records, doc_id, path, write)
+                    _detach(run, doc_id, path, write, touched)
                 run.report.removed.append(path)
+        _pack_touched(run, write, touched)
         return write
 
     def _finish(
@@ -318,36 +360,38 @@ class Indexer:
         for start in range(0, len(ids), PAGE):
             chunks_col.delete(ids=list(ids[start : start + PAGE]))
 
-    def _plan_file(self, path: Path, run: _Run, max_file_bytes: int | None) -> str:
-        """Decide what ``path`` needs and add it to the batch; returns its status."""
+    def _plan_file(
+        self, path: Path, run: _Run, max_file_bytes: int | None, within: Path | None = None
+    ) -> str:
+        """Decide what ``path`` needs and add it to the batch; returns its status (``within``:
+        the folder it must still be inside when it is opened)."""
         key = str(path)
         records, report, batch = run.records, run.report, run.batch
         previous = set(run.by_path.get(key, set()))
-        if len(previous) == 1 and self._same_stat(path, records[next(iter(previous))], key):
+        if len(previous) == 1 and self._same_stat(path, run.files[next(iter(previous))], key):
             report.unchanged += 1
             return "unchanged"
         try:
-            doc = read_document(path, max_bytes=max_file_bytes)
+            doc = read_document(path, max_bytes=max_file_bytes, within=within)
         except DocumentReadError as exc:
             report.skipped.append(Skipped(key, exc.reason))
             return "skipped"
         doc_id = doc.doc_id
         if doc_id in records:
-            files = files_of(records[doc_id])
-            if files.get(key) != file_entry(doc):
-                files[key] = file_entry(doc)
-                records[doc_id] = with_files(records[doc_id], files)
+            if run.files[doc_id].get(key) != file_entry(doc):
+                run.set_file(doc_id, key, file_entry(doc))
                 batch.updates.add(doc_id)
             status = "unchanged"
             report.unchanged += 1
         else:
             words = doc.words
             pieces = chunk_text(doc.text, doc_id=doc_id, chunk_words=self._conn.chunk_words)
-            record = self._new_record(doc, doc_id, words, {key: file_entry(doc)}, batch.indexed_at)
+            files = {key: file_entry(doc)}
+            record = self._new_record(doc, doc_id, words, files, batch.indexed_at)
             record["chunks"] = len(pieces)
             if not _record_text(doc, pieces):
                 record[TEXT_IN_CHUNK] = True
-            records[doc_id] = record
+            run.add(doc_id, record, files)
             batch.new[doc_id] = (doc, pieces)
             batch.chunks += len(pieces)
             batch.size += len(doc.text)
@@ -360,8 +404,8 @@ class Indexer:
         return status
 
     @staticmethod
-    def _same_stat(path: Path, record: Mapping[str, Any], key: str) -> bool:
-        entry = files_of(record).get(key, {})
+    def _same_stat(path: Path, files: Mapping[str, Mapping[str, Any]], key: str) -> bool:
+        entry = files.get(key, {})
         try:
             st = path.stat()
         except OSError:
@@ -401,11 +445,11 @@ class Indexer:
             self._plan_chunks(batch, write)
             run.written.update(zip(write.chunk_ids, write.chunk_texts, strict=True))
             write.record_texts = [_record_text(doc, pieces) for doc, pieces in batch.new.values()]
-            write.record_metas = [pack_record(run.records[i]) for i in write.new_ids]
-        for doc_id in sorted(batch.updates - set(batch.new)):
-            write.updates[doc_id] = pack_record(run.records[doc_id])
+            write.record_metas = [pack_record(run.record(i)) for i in write.new_ids]
+        touched = batch.updates - set(batch.new)
         for doc_id, key in batch.detach:
-            _detach(run.records, doc_id, key, write)
+            _detach(run, doc_id, key, write, touched)
+        _pack_touched(run, write, touched)
         _chunks_progress(progress, writer.submit(write))
         if run.tokens is not None:  # overlaps the write just started
             run.tokens.add(write.chunk_ids, write.chunk_texts)
@@ -440,20 +484,24 @@ def _chunks_progress(progress: ProgressFn | None, count: int) -> None:
         progress("chunks", {"count": count})
 
 
-def _detach(
-    records: dict[str, dict[str, Any]], doc_id: str, path: str, write: PlannedWrite
-) -> None:
-    """Remove ``path`` from a record (an update of ``write``); a record left with no path is
-    dropped and its document deleted by ``write``."""
-    record = records.get(doc_id)
-    if record is None:
+def _detach(run: _Run, doc_id: str, path: str, write: PlannedWrite, touched: set[str]) -> None:
+    """Remove ``path`` from a record: the record is ``touched`` (its update is packed once by
+    :func:`_pack_touched`); a record left with no path is dropped and its document deleted by
+    ``write``."""
+    if doc_id not in run.records:
         return
-    files = files_of(record)
-    files.pop(path, None)
-    if files:
-        records[doc_id] = record = with_files(record, files)
-        write.updates[doc_id] = pack_record(record)
+    run.set_file(doc_id, path, None)
+    if run.files[doc_id]:
+        touched.add(doc_id)
         return
-    records.pop(doc_id, None)
+    run.drop(doc_id)
+    touched.discard(doc_id)
     write.updates.pop(doc_id, None)
     write.gone.append(doc_id)
+
+
+def _pack_touched(run: _Run, write: PlannedWrite, touched: set[str]) -> None:
+    """The updates of the ``touched`` records still there, each packed once."""
+    for doc_id in sorted(touched):
+        if doc_id in run.records:
+            write.updates[doc_id] = pack_record(run.record(doc_id))

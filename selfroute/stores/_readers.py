@@ -8,7 +8,9 @@ callers can report it and move on to the next file.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
+import io
 import logging
 import os
 import re
@@ -266,7 +268,8 @@ def _markdown_title(text: str) -> str | None:
     return None
 
 
-def _read_pdf(path: Path) -> tuple[str, str | None]:
+def _read_pdf(path: Path, data: bytes) -> tuple[str, str | None]:
+    """The text and title of a PDF's bytes (read once, from the file opened without links)."""
     try:
         from pypdf import PdfReader
         from pypdf.errors import PdfReadError
@@ -276,11 +279,10 @@ def _read_pdf(path: Path) -> tuple[str, str | None]:
     level = pypdf_logger.level
     pypdf_logger.setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
     try:
-        with path.open("rb") as fh:
-            if not fh.read(5).startswith(b"%PDF-"):
-                raise _fail(path, "not a PDF file (no %PDF- header)")
+        if not data.startswith(b"%PDF-"):
+            raise _fail(path, "not a PDF file (no %PDF- header)")
         try:
-            reader = PdfReader(str(path))
+            reader = PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise _fail(path, "encrypted PDF (a password is required), skipped")
             pages = [page.extract_text() or "" for page in reader.pages]
@@ -303,21 +305,110 @@ def _read_pdf(path: Path) -> tuple[str, str | None]:
     return text, title
 
 
+#: Flags of every document open: no controlling terminal, no blocking on a FIFO (refused as not
+#: a regular file once open), closed in child processes.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _inside(path: str, root: Path) -> bool:
+    return os.path.commonpath([path, str(root)]) == str(root)
+
+
+def _opened_path(fd: int) -> str | None:
+    """The real path of the open file ``fd`` (Linux ``/proc``; ``None`` where unknown)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _open(p: Path, within: Path | None) -> int:
+    """Open ``p`` for reading. With ``within``: the real path must be inside it at the moment of
+    opening (a link resolved inside the folder is fine), the last component is opened without
+    following a link (``O_NOFOLLOW``), and the opened file's own path is checked again.
+
+    Raises:
+        DocumentReadError: Missing, unreadable, or (with ``within``) now outside the folder.
+    """
+    target, flags = str(p), _OPEN_FLAGS
+    root = Path(os.path.realpath(within)) if within is not None else None
+    if root is not None:
+        target = os.path.realpath(p)
+        if not _inside(target, root):
+            raise _fail(p, f"now a symbolic link to {target} outside {root}; not read")
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        raise _fail(p, "no such file") from None
+    except PermissionError:
+        raise _fail(p, "permission denied") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _fail(p, "became a symbolic link while indexing; not read") from None
+        raise _fail(p, f"cannot access ({exc.strerror or exc})") from exc
+    if root is not None:
+        opened = _opened_path(fd)
+        if opened is not None and not _inside(opened, root):
+            os.close(fd)
+            raise _fail(p, f"now a symbolic link to {opened} outside {root}; not read")
+    return fd
+
+
+def _read_fd(p: Path, fd: int, max_bytes: int | None) -> tuple[bytes, os.stat_result]:
+    """The bytes of the open regular file ``fd`` (closed on return) and its status."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(p, "not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise _fail(p, f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}")
+        try:
+            data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except PermissionError:
+            raise _fail(p, "permission denied") from None
+        except OSError as exc:
+            raise _fail(p, f"cannot read ({exc.strerror or exc})") from exc
+    if max_bytes is not None and len(data) > max_bytes:  # grew after the fstat
+        raise _fail(p, f"file is over the limit of {max_bytes:,} bytes")
+    return data, st
+
+
 def read_document(
-    path: str | os.PathLike[str], *, max_bytes: int | None = DEFAULT_MAX_FILE_BYTES
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = DEFAULT_MAX_FILE_BYTES,
+    within: str | os.PathLike[str] | None = None,
 ) -> LoadedDocument:
     """Read a ``.txt``, ``.md``, ``.html`` or ``.pdf`` file into text.
+
+    The file is opened once and everything (size, type, bytes, a PDF's pages) is read from that
+    open file, so what is checked is what is read.
 
     Args:
         path: The file.
         max_bytes: Refuse files larger than this (``None``: no limit).
+        within: A folder the file must be inside when it is opened, after resolving links (a
+            file found by walking a folder): a file swapped for a link out of it since is not
+            read, nor one whose last component became a link.
 
     Returns:
         The :class:`LoadedDocument`.
 
     Raises:
         DocumentReadError: Missing, not a regular file, unreadable, too large, unsupported type,
-            binary, undecodable, unparsable or empty (white space only).
+            binary, undecodable, unparsable or empty (white space only), or (``within``) not
+            inside the folder any more.
     """
     p = Path(path)
     fmt = SUPPORTED_SUFFIXES.get(p.suffix.lower())
@@ -327,27 +418,12 @@ def read_document(
             p,
             f"unsupported file type {kind}; supported: {', '.join(sorted(SUPPORTED_SUFFIXES))}",
         )
-    try:
-        st = p.stat()
-    except FileNotFoundError:
-        raise _fail(p, "no such file") from None
-    except OSError as exc:
-        raise _fail(p, f"cannot access ({exc.strerror or exc})") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise _fail(p, "not a regular file")
-    if max_bytes is not None and st.st_size > max_bytes:
-        raise _fail(p, f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}")
-    try:
-        data = p.read_bytes()
-    except PermissionError:
-        raise _fail(p, "permission denied") from None
-    except OSError as exc:
-        raise _fail(p, f"cannot read ({exc.strerror or exc})") from exc
+    data, st = _read_fd(p, _open(p, Path(within) if within is not None else None), max_bytes)
     if not data.strip():
         raise _fail(p, "empty file")
     title: str | None = None
     if fmt == "pdf":
-        text, title = _read_pdf(p)
+        text, title = _read_pdf(p, data)
     elif fmt == "html":
         text, title = _read_html(p, data)
     else:

@@ -181,3 +181,25 @@ def test_ask_batch_on_the_core_answers_as_the_langchain_adapter(
 def _comparable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``ask --batch --json`` rows without their wall times."""
     return [{k: v for k, v in row.items() if k != "latency_s"} for row in rows]
+
+
+def test_ask_batch_escapes_terminal_sequences_in_ids_and_replies(
+    capsys: Any, tmp_path: Path
+) -> None:
+    doc = tmp_path / "doc.txt"
+    doc.write_text(documents()[0], encoding="utf-8")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"id": "evil\x1b]0;pwned\x07", "question": "What is the access code?"}) + "\n",
+        encoding="utf-8",
+    )
+
+    def hostile(body: dict[str, Any]) -> str:
+        return "\x1b[2J\x1b[31mred\u202e answer"
+
+    with OpenAIBatchServer(hostile) as srv:
+        code, out, err = _ask(capsys, srv, doc, questions)
+        assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, repr(out)
+    assert "\\x1b[31mred" in out and "evil\\x1b]0;pwned\\x07" in out
+    assert "\x1b" not in err and "\x07" not in err, repr(err)

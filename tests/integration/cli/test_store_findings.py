@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,6 +173,60 @@ def read_only_store(tmp_path: Path) -> Iterator[Path]:
         _run_quiet(["umount", "-l", str(mount)])
 
 
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _copies(tmpdir: Path) -> list[Path]:
+    return sorted(tmpdir.glob("selfroute-readonly-*"))
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("command", ["chat", "ask"])
+def test_a_read_only_stores_private_copy_is_removed_when_the_process_is_signalled(
+    read_only_store: Path, tmp_path: Path, signame: str, command: str
+) -> None:
+    import signal
+    import threading
+    import time
+
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "selfroute.cli", command, "--store", str(read_only_store)]
+    release = threading.Event()
+
+    def slow(body: object) -> str:
+        release.wait(60)  # ask is waiting for the model, holding the copy open
+        return "late"
+
+    srv = ScriptedOpenAIServer(slow).start()
+    if command == "ask":
+        argv += ["Who proclaimed the oil embargo?", "--model", "m", "--base-url", srv.base_url]
+    else:
+        argv += ["--model", "offline"]  # chat waits for a question on stdin
+    proc = subprocess.Popen(
+        argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _copies(tmpdir) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _copies(tmpdir), proc.communicate(timeout=30)
+        while command == "ask" and srv.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # retrieved from the copy, now asking the model
+        time.sleep(0.5)
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        release.set()
+        srv.stop()
+    assert proc.returncode == -getattr(signal, signame), err  # ended as the signal would
+    assert _copies(tmpdir) == [], "the private copy (document text) outlived " + signame
+
+
 def test_a_read_only_store_can_be_queried(
     read_only_store: Path,
     capsys: pytest.CaptureFixture[str],
@@ -219,6 +274,70 @@ def test_a_full_disk_says_no_space_left(
         assert "compaction" not in err.split("(")[0]
     finally:
         _run_quiet(["umount", "-l", str(full)])
+
+
+COMPACTOR = (
+    "Error sending backfill request to compactor: Error executing plan: Failed to apply logs to "
+    "the metadata segment"
+)
+
+
+class _Failing:
+    """A Chroma collection whose every read raises what Chroma 1.x raises on a full disk."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name in ("get", "query", "count", "peek"):
+
+            def fail(*args: Any, **kwargs: Any) -> Any:
+                raise Exception(COMPACTOR)  # chromadb raises a bare Exception here
+
+            return fail
+        return attr
+
+
+@pytest.mark.parametrize("command", ["stats", "ask", "ask-bm25", "ask-dense"])
+@pytest.mark.parametrize(
+    "free", [1024 * 1024, None, 10 * 2**30], ids=["low-disk", "space-unknown", "space-left"]
+)
+def test_a_full_disk_is_named_when_reading_too(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    openai_server: ScriptedOpenAIServer,
+    command: str,
+    free: int | None,
+) -> None:
+    from selfroute.stores import _connection, _health
+
+    store = _indexed_store(tmp_path)
+    real_open = _connection.StoreConnection.open
+
+    def open_failing(self: Any, create: bool = False) -> tuple[Any, Any]:
+        chunks, docs = real_open(self, create)
+        return _Failing(chunks), _Failing(docs)
+
+    monkeypatch.setattr(_connection.StoreConnection, "open", open_failing)
+    monkeypatch.setattr(_health, "_free_bytes", lambda path: free)
+    argv = [command.split("-")[0], "--store", str(store)]
+    if command.startswith("ask"):
+        openai_server.responder = lambda body: "An answer."
+        argv += ["Who proclaimed the oil embargo?", "--model", "m"]
+        argv += ["--base-url", openai_server.base_url, "--embedding", "offline"]
+        if "-" in command:
+            argv += ["--retrieval", command.split("-")[1]]
+    code, out, err = run(capsys, *argv)
+    assert code == 1, (out, err)
+    assert f"the store at {store}" in err, err
+    if free == 1024 * 1024:
+        assert "no space left on the device holding the store" in err and "1.0 MB free" in err
+    else:  # Chroma's write on read failed: the likely condition is named
+        assert "could not write to its database" in err and "probably full" in err, err
+        assert COMPACTOR in err  # and what Chroma said, for the record
+    assert "Traceback" not in err
 
 
 def _damage(database: Path) -> None:

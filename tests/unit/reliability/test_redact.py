@@ -173,3 +173,29 @@ def test_redacting_filter_masks_log_messages_and_tracebacks(
     text = "\n".join(records)
     assert "calling with key" in text and "EchoKeyError" in text
     assert ENV_ONLY_KEY not in text and FAKE_GOOGLE_KEY not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("at http://alice:pw@127.0.0.1:9/v1 (x)", "at http://alice:[REDACTED]@127.0.0.1:9/v1 (x)"),
+        ("'https://u:p%40ss@h.example'", "'https://u:[REDACTED]@h.example'"),
+        ("http://:onlypw@h", "http://:[REDACTED]@h"),
+        ("http://host/a:b@c", "http://host/a:b@c"),  # a path, not user info
+        ("http://user@host", "http://user@host"),  # no password
+    ],
+)
+def test_a_url_password_is_masked(text: str, shown: str) -> None:
+    assert redact(text) == shown
+    assert redact(shown) == shown
+
+
+def test_url_credentials_take_the_user_info_out() -> None:
+    from selfroute._redact import url_credentials
+
+    assert url_credentials("http://alice:p%40ss-word@127.0.0.1:9/v1") == (
+        "http://127.0.0.1:9/v1",
+        ("alice", "p@ss-word"),
+    )
+    assert url_credentials("http://127.0.0.1:9/v1") == ("http://127.0.0.1:9/v1", None)
+    assert redact("echo p@ss-word") == f"echo {REDACTED}"  # registered

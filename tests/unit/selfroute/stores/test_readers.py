@@ -163,10 +163,12 @@ def test_permission_error_is_reported(tmp_path: Path, monkeypatch: pytest.Monkey
     f = tmp_path / "locked.txt"
     f.write_text("text", encoding="utf-8")
 
-    def denied(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    from selfroute.stores import _readers
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    def denied(path: str, flags: int, *args: object) -> int:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(_readers.os, "open", denied)
     with pytest.raises(DocumentReadError, match="permission denied"):
         read_document(f)
 

@@ -1,0 +1,106 @@
+"""Every parser that sees model output outside the decline detector stays linear on adversarial
+replies. The streaming sniffer is measured by the characters it cleans (deterministic): a reply
+streamed in small chunks must not be cleaned whole again for every chunk. The JSON verdict
+reader and the quote splitter are timed as a growth ratio, n against 4n characters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from selfroute import _streaming
+from selfroute._grounding import split_quotes
+from selfroute._streaming import SentinelSniffer
+from selfroute._structured import load_structured
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "plain answer": lambda n: "Paris is the capital of France. " + "It is large. " * (n // 13),
+    "label, spaces": lambda n: "A" + " " * n + "Paris is the capital.",
+    "Answer:, spaces": lambda n: "Answer:" + " " * n + "Paris is the capital.",
+    "**Answer**, spaces": lambda n: "**Answer**" + " " * n + "Paris.",
+    "trailing markup": lambda n: "Paris" + " **" * (n // 3) + " is the capital.",
+    "reasoning block": lambda n: "<think>" + "hmm " * (n // 4) + "</think> Paris.",
+    "newlines": lambda n: "Paris is the capital.\n" + "\n" * n + "More.",
+}
+
+
+def _cleaned_chars(text: str, monkeypatch: pytest.MonkeyPatch, **options: Any) -> int:
+    counted = [0]
+    real = _streaming._stream_clean
+
+    def counting(raw: str) -> tuple[str, bool]:
+        counted[0] += len(raw)
+        return real(raw)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_streaming, "_stream_clean", counting)
+        sniffer = SentinelSniffer(**options)
+        shown = "".join(sniffer.feed(text[i : i + 4]) for i in range(0, len(text), 4))
+    assert text.startswith(shown.lstrip()[:1]) or not shown or "Paris" in shown
+    return counted[0]
+
+
+@pytest.mark.parametrize("hold", [0, 200], ids=["no-hold", "hold-200"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_sniffer_cleans_each_character_a_bounded_number_of_times(
+    shape: str, hold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make = SHAPES[shape]
+    small = _cleaned_chars(make(5_000), monkeypatch, hold_chars=hold)
+    large = _cleaned_chars(make(20_000), monkeypatch, hold_chars=hold)
+    # linear: ~4x (each chunk looked at once, a few full cleanings); quadratic: ~16x
+    assert large / max(small, 1) < 6, (small, large)
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_sniffer_releases_what_it_released_before(shape: str) -> None:
+    """Chunked or whole, the sniffer shows the same text (the incremental path changes no
+    output)."""
+    text = SHAPES[shape](300)
+    whole = SentinelSniffer()
+    once = whole.feed(text)
+    chunked = SentinelSniffer()
+    pieces = "".join(chunked.feed(text[i : i + 3]) for i in range(0, len(text), 3))
+    assert pieces == chunked.emitted
+    assert once == whole.emitted
+    assert once.rstrip() == pieces.rstrip() or once.startswith(pieces) or pieces.startswith(once)
+
+
+def _best(fn: Callable[[], Any], runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+PARSERS: dict[str, Callable[[int], Any]] = {
+    "fence, newlines": lambda n: load_structured("```json" + "\n" * n + "x"),
+    "fence, spaces then fence": lambda n: load_structured("```" + " " * n + "{}" + " " * n),
+    "fence, backticks": lambda n: load_structured("```" + "`` " * (n // 3)),
+    "quotes, blank lines": lambda n: split_quotes("Answer.\n" + "\n" * n + "Quote: x"),
+    "quotes, many quote marks": lambda n: split_quotes('"' * n),
+    "quotes, label spaces": lambda n: split_quotes("Quote:" + " " * n + "x"),
+}
+
+
+@pytest.mark.parametrize("name", list(PARSERS))
+def test_reply_parsers_are_linear(name: str) -> None:
+    parse = PARSERS[name]
+    small = _best(lambda: parse(20_000))
+    large = _best(lambda: parse(80_000))
+    # linear ~4x, quadratic ~16x; the margin absorbs a loaded machine
+    assert large / max(small, 1e-4) < 10, (small, large)
+
+
+def test_load_structured_reads_fences_as_before() -> None:
+    assert load_structured('```json\n{"answerable": true}\n```') == {"answerable": True}
+    assert load_structured('```JSON {"a": 1} ```') == {"a": 1}
+    assert load_structured('```\n{"a": 1}\n```') == {"a": 1}
+    assert load_structured('  ```{"a": 2}```  ') == {"a": 2}
+    assert load_structured("```json") is None
+    assert load_structured('text {"a": 3} more') == {"a": 3}
