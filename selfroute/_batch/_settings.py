@@ -32,6 +32,7 @@ NOT_ANSWERS = frozenset(
         "deadline_s",  # off in batch runs
         "speculate_below",  # off in batch runs
         "stream_hold_chars",  # streaming only
+        "tracing",  # where the spans go
     }
 )
 

@@ -11,6 +11,7 @@ from selfroute._budget import LongContextBudget
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError
 from selfroute._fitting import OverflowStrategy
+from selfroute._flow._tracing import check_tracing
 from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
@@ -158,6 +159,12 @@ class RouteConfig:
             ``docs/verdict.md``. An exception it raises is a
             :class:`~selfroute.ConfigurationError`, not a routing signal. ``None`` (default): the
             rules alone.
+        tracing: OpenTelemetry spans of every routed question (OpenInference conventions, read by
+            Arize Phoenix, Langfuse and other OTLP backends; see ``docs/tracing.md``): ``True``
+            sends them to the global tracer provider, a ``TracerProvider`` to that one.
+            ``False`` (default): off, nothing is emitted and ``opentelemetry`` is not imported.
+            Needs the ``tracing`` extra (``opentelemetry-api``); your application brings the SDK
+            and exporter.
     """
 
     # fmt: off
@@ -217,10 +224,12 @@ class RouteConfig:
     decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
         CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
     ))
+    tracing: Any = setting(False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False")
     # fmt: on
 
     def __post_init__(self) -> None:
         check_detector(self.decline_detector)
+        check_tracing(self.tracing)
         hold = self.stream_hold_chars
         if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
             raise ConfigurationError(f"stream_hold_chars must be an integer >= 0, got {hold!r}")

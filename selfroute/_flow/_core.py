@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from typing import Any
+
 from selfroute._flow._config import RouteConfig
 from selfroute._flow._counterfactual import price_always_lc
 from selfroute._flow._finish import build_result
@@ -11,12 +14,44 @@ from selfroute._flow._rag import rag_ladder
 from selfroute._flow._retrieve import retrieve
 from selfroute._flow._speculation import cancel_speculation, start_speculation
 from selfroute._flow._state import Outcome, Steps, start
+from selfroute._flow._steps import Step
 from selfroute._result import Reason, Route, RouteResult
 
-__all__ = ["self_route_flow"]
+__all__ = ["RouteFlow", "self_route_flow"]
 
 
-def self_route_flow(question: str, config: RouteConfig | None = None) -> Steps[RouteResult]:
+class RouteFlow(Generator[Step, Any, RouteResult]):
+    """The flow of one question: a generator of step requests that also carries its question and
+    settings, so that the drivers can read what applies to the whole run (``config.tracing``).
+
+    Attributes:
+        question: The question as given.
+        config: The flow's settings.
+    """
+
+    __slots__ = ("_steps", "config", "question")
+
+    def __init__(self, question: str, config: RouteConfig) -> None:
+        self.question = question
+        self.config = config
+        self._steps = _self_route(question, config)
+
+    def send(self, value: Any) -> Step:
+        """Resume the flow with a step's answer; the next step (``StopIteration``: the result)."""
+        return self._steps.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None, /) -> Step:
+        """Resume the flow with a step's failure."""
+        if val is None and tb is None:
+            return self._steps.throw(typ)
+        return self._steps.throw(typ, val, tb)  # pragma: no cover - the old three-argument form
+
+    def close(self) -> None:
+        """Stop the flow."""
+        self._steps.close()
+
+
+def self_route_flow(question: str, config: RouteConfig | None = None) -> RouteFlow:
     """The Self-Route decision as a generator of step requests (run it with a driver).
 
     Retrieve the top-k chunks; unless pre-routing sends the question straight to long context,
@@ -39,7 +74,11 @@ def self_route_flow(question: str, config: RouteConfig | None = None) -> Steps[R
         LongContextError: The LC call failed; carries the partial result.
         ContextOverflowError: The document does not fit and ``overflow`` is ``error``.
     """
-    state = start(question, config or RouteConfig())
+    return RouteFlow(question, config or RouteConfig())
+
+
+def _self_route(question: str, config: RouteConfig) -> Steps[RouteResult]:
+    state = start(question, config)
     state = yield from retrieve(state)  # reason set if nothing came back
     state = pre_route(state)  # reason set if RAG is predictably futile
     state = yield from start_speculation(state)  # weak evidence: start the LC call now
