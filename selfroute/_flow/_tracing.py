@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ from selfroute._flow._steps import (
     Settle,
     Speculate,
 )
-from selfroute._redact import redact_exception
+from selfroute._redact import redact, redact_exception
 from selfroute._result import RouteResult, Stage, StepRecord
 
 __all__ = ["OFF", "FlowTrace", "check_tracing", "start_trace"]
@@ -145,7 +146,9 @@ def _record_error(span: Any, exc: BaseException) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     message = redact_exception(exc)
-    span.record_exception(exc, attributes={"exception.message": message})
+    stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    attributes = {"exception.message": message, "exception.stacktrace": redact(stack)}
+    span.record_exception(exc, attributes=attributes)
     span.set_status(Status(StatusCode.ERROR, message))
 
 
