@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any
+import functools
+from collections.abc import Callable, Generator
+from typing import Any, Protocol
 
 from selfroute._flow._config import RouteConfig
 from selfroute._flow._counterfactual import price_always_lc
@@ -17,7 +18,7 @@ from selfroute._flow._state import Outcome, Steps, start
 from selfroute._flow._steps import Step
 from selfroute._result import Reason, Route, RouteResult
 
-__all__ = ["RouteFlow", "self_route_flow"]
+__all__ = ["FlowMaker", "RouteFlow", "route_flow", "self_route_flow"]
 
 
 class RouteFlow(Generator[Step, Any, RouteResult]):
@@ -31,10 +32,10 @@ class RouteFlow(Generator[Step, Any, RouteResult]):
 
     __slots__ = ("_steps", "config", "question")
 
-    def __init__(self, question: str, config: RouteConfig) -> None:
+    def __init__(self, steps: Steps[RouteResult], question: str, config: RouteConfig) -> None:
+        self._steps = steps
         self.question = question
         self.config = config
-        self._steps = _self_route(question, config)
 
     def send(self, value: Any) -> Step:
         """Resume the flow with a step's answer; the next step (``StopIteration``: the result)."""
@@ -51,7 +52,25 @@ class RouteFlow(Generator[Step, Any, RouteResult]):
         self._steps.close()
 
 
-def self_route_flow(question: str, config: RouteConfig | None = None) -> RouteFlow:
+class FlowMaker(Protocol):
+    """What :func:`route_flow` makes of a flow function."""
+
+    def __call__(self, question: str, config: RouteConfig | None = None) -> RouteFlow: ...
+
+
+def route_flow(fn: Callable[[str, RouteConfig | None], Steps[RouteResult]]) -> FlowMaker:
+    """Make a flow function return a :class:`RouteFlow` (its generator with question and config)."""
+
+    @functools.wraps(fn)
+    def flow(question: str, config: RouteConfig | None = None) -> RouteFlow:
+        cfg = config or RouteConfig()
+        return RouteFlow(fn(question, cfg), question, cfg)
+
+    return flow
+
+
+@route_flow
+def self_route_flow(question: str, config: RouteConfig | None = None) -> Steps[RouteResult]:
     """The Self-Route decision as a generator of step requests (run it with a driver).
 
     Retrieve the top-k chunks; unless pre-routing sends the question straight to long context,
@@ -74,11 +93,7 @@ def self_route_flow(question: str, config: RouteConfig | None = None) -> RouteFl
         LongContextError: The LC call failed; carries the partial result.
         ContextOverflowError: The document does not fit and ``overflow`` is ``error``.
     """
-    return RouteFlow(question, config or RouteConfig())
-
-
-def _self_route(question: str, config: RouteConfig) -> Steps[RouteResult]:
-    state = start(question, config)
+    state = start(question, config or RouteConfig())
     state = yield from retrieve(state)  # reason set if nothing came back
     state = pre_route(state)  # reason set if RAG is predictably futile
     state = yield from start_speculation(state)  # weak evidence: start the LC call now
