@@ -25,11 +25,14 @@ nothing is left attached across a streamed chunk.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+import os
 import time
 import traceback
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from selfroute._errors import ConfigurationError, LongContextError
 from selfroute._flow._steps import (
@@ -152,8 +155,54 @@ def _record_error(span: Any, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, message))
 
 
-def _set(span: Any, attributes: Mapping[str, Any]) -> None:
-    span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+_log = logging.getLogger("selfroute")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _never_raises(method: F) -> F:
+    """A trace method whose failure is logged, never raised: tracing must not break a call."""
+
+    @functools.wraps(method)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception:
+            _log.warning("selfroute: tracing failed in %s", method.__name__, exc_info=True)
+            return None
+
+    return cast(F, guarded)
+
+
+#: OpenInference's switches (environment variables) and the attributes each one hides.
+_HIDING = {
+    "OPENINFERENCE_HIDE_INPUTS": ("input.value", "input.mime_type", "llm.input_messages."),
+    "OPENINFERENCE_HIDE_INPUT_MESSAGES": ("llm.input_messages.",),
+    "OPENINFERENCE_HIDE_OUTPUTS": ("output.value", "output.mime_type", "llm.output_messages."),
+    "OPENINFERENCE_HIDE_OUTPUT_MESSAGES": ("llm.output_messages.",),
+}
+
+
+def _hidden_prefixes() -> tuple[str, ...]:
+    """The attribute prefixes hidden by the ``OPENINFERENCE_HIDE_*`` variables set to true."""
+    out: list[str] = []
+    for name, prefixes in _HIDING.items():
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            out.extend(prefixes)
+    return tuple(out)
+
+
+def _visible(attributes: Mapping[str, Any], hidden: tuple[str, ...]) -> dict[str, Any]:
+    """``attributes`` without ``None`` values and without what the switches hide (retrieved
+    document text counts as output)."""
+    out = {k: v for k, v in attributes.items() if v is not None}
+    if hidden:
+        drop_docs = "output.value" in hidden
+        out = {
+            k: v
+            for k, v in out.items()
+            if not k.startswith(hidden) and not (drop_docs and k.endswith(".document.content"))
+        }
+    return out
 
 
 def _documents(passages: Any) -> dict[str, Any]:
@@ -235,15 +284,24 @@ class FlowTrace:
         }
         if config.k_ladder:
             attributes["selfroute.k_ladder"] = list(config.k_ladder)
-        self._root = tracer.start_span("SelfRoute", attributes=attributes)
+        self._hidden = _hidden_prefixes()
+        self._root = tracer.start_span("SelfRoute", attributes=self._visible(attributes))
         self._context = trace.set_span_in_context(self._root)
         self._spans: list[_StepSpan] = []
         self._speculating: dict[int, _StepSpan] = {}
         self._closed = False
 
+    def _visible(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        return _visible(attributes, self._hidden)
+
+    def _set(self, span: Any, attributes: Mapping[str, Any]) -> None:
+        span.set_attributes(self._visible(attributes))
+
     # steps -----------------------------------------------------------------------------------
     def _child(self, name: str, attributes: dict[str, Any], stage: Stage | None) -> _StepSpan:
-        span = self._tracer.start_span(name, context=self._context, attributes=attributes)
+        span = self._tracer.start_span(
+            name, context=self._context, attributes=self._visible(attributes)
+        )
         from opentelemetry import trace
 
         child = _StepSpan(span, trace.set_span_in_context(span, self._context), stage)
@@ -264,6 +322,7 @@ class FlowTrace:
             attributes["selfroute.k"] = step.k
         return self._child(f"selfroute.{step.stage.value}", attributes, step.stage)
 
+    @_never_raises
     def start(self, step: Any) -> _StepSpan | None:
         """The span of ``step`` (started now; ``Settle`` continues its speculative call's)."""
         if isinstance(step, Retrieve):
@@ -318,6 +377,7 @@ class FlowTrace:
             if callable(aclose):
                 await aclose()
 
+    @_never_raises
     def done(self, span: _StepSpan | None, step: Any, value: Any) -> None:
         """``step`` answered ``value``: retrieval and loading spans end now; a model call's when
         the result is known (a speculative one's when it is settled)."""
@@ -325,7 +385,7 @@ class FlowTrace:
             return
         if isinstance(step, Retrieve):
             count = len(value) if isinstance(value, Sequence) else None
-            _set(span.span, {**_documents(value), "selfroute.retrieved": count})
+            self._set(span.span, {**_documents(value), "selfroute.retrieved": count})
             span.end()
         elif isinstance(step, LoadLongContext):
             count = len(value) if isinstance(value, Sequence) else 0
@@ -339,6 +399,7 @@ class FlowTrace:
             if isinstance(step, Settle) and step.cancel:
                 span.span.set_attribute("selfroute.wasted", True)
 
+    @_never_raises
     def failed(self, span: _StepSpan | None, exc: BaseException) -> None:
         """``step`` failed (the flow decides whether the call fails): its span ends in error."""
         if span is None:
@@ -356,7 +417,7 @@ class FlowTrace:
                 if call.ended:
                     continue
                 record = recorded[i] if i < len(recorded) else None
-                _set(call.span, self._call_attributes(call, record))
+                self._set(call.span, self._call_attributes(call, record))
                 call.end(call.end_ns)
 
     def _call_attributes(self, call: _StepSpan, record: StepRecord | None) -> dict[str, Any]:
@@ -423,15 +484,17 @@ class FlowTrace:
             "selfroute.error": result.error,
         }
 
+    @_never_raises
     def finish(self, result: RouteResult) -> None:
         """The flow returned ``result``: end every span, the question's with status OK."""
         from opentelemetry.trace import Status, StatusCode
 
         self._end_calls(result.steps)
-        _set(self._root, self._result_attributes(result))
+        self._set(self._root, self._result_attributes(result))
         self._root.set_status(Status(StatusCode.OK))
         self._end_root()
 
+    @_never_raises
     def fail(self, exc: BaseException) -> None:
         """The call failed with ``exc``: the question's span ends in error (with the partial
         result's facts when ``exc`` carries one)."""
@@ -441,7 +504,7 @@ class FlowTrace:
             attributes = self._result_attributes(partial)
             attributes.pop("output.value")
             attributes.pop("output.mime_type")
-            _set(self._root, attributes)
+            self._set(self._root, attributes)
         _record_error(self._root, exc)
         self._end_root()
 
@@ -450,6 +513,7 @@ class FlowTrace:
             self._closed = True
             self._root.end()
 
+    @_never_raises
     def close(self) -> None:
         """End whatever is still open (the run was cancelled or its stream abandoned)."""
         if self._closed:

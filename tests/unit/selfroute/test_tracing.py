@@ -319,3 +319,49 @@ def test_bad_setting_and_missing_package_are_configuration_errors(
     with pytest.raises(sr.ConfigurationError, match=r"selfroute\[tracing\]"):
         sr.RouteConfig(tracing=True)
     sr.RouteConfig(tracing=False)  # off needs nothing
+
+
+def test_openinference_switches_hide_inputs_and_outputs(
+    recorder: SpanRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUTS", "true")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUTS", "1")
+    _run(Scripted(rag="unanswerable"), recorder)
+    keys = {k for s in recorder.spans() for k in s.attributes}
+    assert not {k for k in keys if k.startswith(("input.", "output.", "llm.input_messages"))}
+    assert not {k for k in keys if k.startswith("llm.output_messages") or "document.content" in k}
+    # what is not content stays
+    assert {"selfroute.route", "llm.token_count.total", "retrieval.documents.0.document.id"} <= keys
+
+
+def test_only_the_messages_can_be_hidden(
+    recorder: SpanRecorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENINFERENCE_HIDE_INPUT_MESSAGES", "true")
+    monkeypatch.setenv("OPENINFERENCE_HIDE_OUTPUT_MESSAGES", "true")
+    _run(Scripted(), recorder)
+    rag = recorder.child(recorder.root(), "selfroute.rag").attributes
+    assert "input.value" in rag and "output.value" in rag
+    assert not [k for k in rag if k.startswith(("llm.input_messages", "llm.output_messages"))]
+
+
+def test_a_failing_tracer_never_breaks_the_call(
+    recorder: SpanRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        def get_tracer(self, *args: object, **kwargs: object) -> object:
+            real = recorder.provider.get_tracer("selfroute")
+
+            class Tracer:
+                def start_span(self, name: str, **kw: object) -> object:
+                    if name != "SelfRoute":
+                        raise RuntimeError("exporter on fire")
+                    return real.start_span(name, **kw)  # type: ignore[arg-type]
+
+            return Tracer()
+
+    config = sr.RouteConfig(tracing=Broken(), token_counter=WordCounter())
+    result = sr.run_flow(sr.self_route_flow(Q, config), Scripted(rag="unanswerable"))
+    assert result.answer == "In 1901."
+    assert "tracing failed in start" in caplog.text
+    assert recorder.root().attributes["selfroute.route"] == "long_context"
