@@ -224,7 +224,9 @@ class RouteConfig:
     decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
         CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
     ))
-    tracing: Any = setting(False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False")
+    tracing: Any = setting(False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False", from_cli=lambda values: bool(values["trace"]), cli=(
+        CliOption("trace", "--trace", _bool, False, "OpenTelemetry spans of each question (OpenInference conventions) to the global tracer provider: run under opentelemetry-instrument with OTEL_EXPORTER_OTLP_* set to send them to Phoenix, Langfuse or a collector (needs the tracing extra)", _QUERY, boolean=True),
+    ))
     # fmt: on
 
     def __post_init__(self) -> None:
