@@ -53,6 +53,7 @@ T = TypeVar("T")
 #: The instrumentation scope of selfroute's spans.
 TRACER_NAME = "selfroute"
 _EXTRA_HINT = "pip install 'selfroute[tracing]'"
+_log = logging.getLogger("selfroute")
 
 
 def _otel() -> Any:
@@ -137,8 +138,12 @@ def start_trace(flow: Any) -> FlowTrace | _Off:
     if setting is None or setting is False:
         return OFF
     trace = _otel()
-    provider = trace.get_tracer_provider() if setting is True else setting
-    return FlowTrace(provider.get_tracer(TRACER_NAME), flow.question, config)
+    try:
+        provider = trace.get_tracer_provider() if setting is True else setting
+        return FlowTrace(provider.get_tracer(TRACER_NAME), flow.question, config)
+    except Exception:  # tracing must not break a call
+        _log.warning("selfroute: tracing failed to start", exc_info=True)
+        return OFF
 
 
 def _kind(value: str) -> dict[str, Any]:
@@ -155,7 +160,6 @@ def _record_error(span: Any, exc: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, message))
 
 
-_log = logging.getLogger("selfroute")
 F = TypeVar("F", bound=Callable[..., Any])
 
 

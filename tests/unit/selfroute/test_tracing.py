@@ -365,3 +365,18 @@ def test_a_failing_tracer_never_breaks_the_call(
     assert result.answer == "In 1901."
     assert "tracing failed in start" in caplog.text
     assert recorder.root().attributes["selfroute.route"] == "long_context"
+
+
+def test_a_tracer_that_cannot_start_a_span_leaves_the_call_untraced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Refusing:
+        def get_tracer(self, *args: object, **kwargs: object) -> object:
+            raise RuntimeError("no tracer today")
+
+    config = sr.RouteConfig(tracing=Refusing(), token_counter=WordCounter())
+    script = Scripted(rag="unanswerable", lc_chunks=["In ", "1901."])
+    assert sr.run_flow(sr.self_route_flow(Q, config), script).answer == "In 1901."
+    events = list(sr.drive(sr.self_route_flow(Q, config), script, stream=True))
+    assert isinstance(events[-1], sr.ResultEvent)
+    assert "tracing failed to start" in caplog.text
