@@ -165,6 +165,10 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
             ``detector(text, question)`` is asked about each answer the rules accept (the RAG
             answer, and the long-context one) and returns ``True`` for a decline. It adds
             declines, never removes one. See :data:`selfroute.DeclineDetector`.
+        tracing: OpenTelemetry spans of every call (OpenInference conventions, for Phoenix,
+            Langfuse and other OTLP backends): ``True`` uses the global tracer provider, a
+            ``TracerProvider`` that one; ``False`` (default): off. LangSmith runs are unchanged.
+            See ``docs/tracing.md``.
         question_key: The input key holding the question; ``None`` (default) takes the first of
             ``question``, ``input``, ``query`` and ``messages`` present. A message list or a
             ``PromptValue`` there (or as the whole input) gives its last human message. The input
@@ -212,6 +216,7 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
     speculate_below: SkipValidation[float | None] = None
     stream_hold_chars: SkipValidation[int] = 0
     decline_detector: SkipValidation[DeclineDetector | None] = None
+    tracing: SkipValidation[Any] = False
     question_key: str | None = None
 
     _pass_k: bool = PrivateAttr(default=True)

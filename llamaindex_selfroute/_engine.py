@@ -157,7 +157,9 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
             until its first sentence, or that many characters, reads as an answer); and
             ``decline_detector`` (your own decline detection beside the rules:
             ``detector(text, question)`` returns ``True`` for a decline the rules missed; see
-            :data:`selfroute.DeclineDetector`).
+            :data:`selfroute.DeclineDetector`); ``tracing`` (OpenTelemetry spans of every
+            query: ``True`` for the global tracer provider, or a ``TracerProvider``; see
+            ``docs/tracing.md``).
 
     Raises:
         ConfigurationError: An unknown setting or an invalid value (also ``verdict="structured"``

@@ -14,7 +14,7 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.spans"]
 
 _TESTS = Path(__file__).resolve().parent
 #: Tiers by location: everything under these folders carries the marker without saying so.

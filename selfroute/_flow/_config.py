@@ -11,6 +11,7 @@ from selfroute._budget import LongContextBudget
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
 from selfroute._errors import ConfigurationError
 from selfroute._fitting import OverflowStrategy
+from selfroute._flow._tracing import check_tracing
 from selfroute._preroute import PreRoute
 from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
@@ -166,6 +167,12 @@ class RouteConfig:
             ``docs/verdict.md``. An exception it raises is a
             :class:`~selfroute.ConfigurationError`, not a routing signal. ``None`` (default): the
             rules alone.
+        tracing: OpenTelemetry spans of every routed question (OpenInference conventions, read by
+            Arize Phoenix, Langfuse and other OTLP backends; see ``docs/tracing.md``): ``True``
+            sends them to the global tracer provider, a ``TracerProvider`` to that one.
+            ``False`` (default): off, nothing is emitted and ``opentelemetry`` is not imported.
+            Needs the ``tracing`` extra (``opentelemetry-api``); your application brings the SDK
+            and exporter.
     """
 
     # fmt: off
@@ -246,10 +253,14 @@ class RouteConfig:
     ), eval=(
         EvalOption("decline_pattern", "--decline-pattern", _POLICY, eval_regex, metavar="REGEX", help="a regular expression (case-insensitive) that also marks an answer as a decline, for a reader that declines in words the rules miss; used for every method's answers"),
     ))
+    tracing: Any = setting(False, answers=False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False", from_cli=lambda values: bool(values["trace"]), cli=(
+        CliOption("trace", "--trace", _bool, False, "OpenTelemetry spans of each question (OpenInference conventions) to the global tracer provider: run under opentelemetry-instrument with OTEL_EXPORTER_OTLP_* set to send them to Phoenix, Langfuse or a collector (needs the tracing extra)", _QUERY, boolean=True),
+    ))
     # fmt: on
 
     def __post_init__(self) -> None:
         check_detector(self.decline_detector)
+        check_tracing(self.tracing)
         hold = self.stream_hold_chars
         if not isinstance(hold, int) or isinstance(hold, bool) or hold < 0:
             raise ConfigurationError(f"stream_hold_chars must be an integer >= 0, got {hold!r}")

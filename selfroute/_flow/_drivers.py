@@ -40,6 +40,7 @@ from selfroute._flow._timeouts import (
     step_subject,
     timeout_error,
 )
+from selfroute._flow._tracing import start_trace
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._result import Reason, Route, RouteResult, Stage
 from selfroute._streaming import SentinelSniffer
@@ -281,57 +282,96 @@ class _TaskSpeculation:
         return _timed(await abounded(task, timeout_s, "the model"), self.t0)
 
 
+def _run_step(handler: StepHandler, step: Step, t0: float) -> Any:
+    """Answer a step that does not stream (the sync driver's handler call, with its time limit)."""
+    if isinstance(step, Retrieve):
+        return bounded(
+            functools.partial(handler.retrieve, step), step.timeout_s, step_subject(step)
+        )
+    if isinstance(step, LoadLongContext):
+        load = functools.partial(handler.load_long_context, step)
+        return bounded(load, step.timeout_s, step_subject(step))
+    if isinstance(step, Speculate):
+        return _ThreadSpeculation(handler, step.generate)
+    if isinstance(step, Settle):
+        return step.handle.settle(step.cancel, step.timeout_s)
+    if isinstance(step, Generate):
+        call = functools.partial(handler.generate, step)
+        return _timed(bounded(call, step.timeout_s, step_subject(step)), t0)
+    raise SelfRouteError(f"unknown step {step!r}")  # pragma: no cover - defensive
+
+
+async def _arun_step(
+    handler: AsyncStepHandler, step: Step, t0: float, speculations: list[_TaskSpeculation]
+) -> Any:
+    """Async :func:`_run_step`."""
+    if isinstance(step, Retrieve):
+        return await abounded(handler.aretrieve(step), step.timeout_s, step_subject(step))
+    if isinstance(step, LoadLongContext):
+        load = handler.aload_long_context(step)
+        return await abounded(load, step.timeout_s, step_subject(step))
+    if isinstance(step, Speculate):
+        speculation = _TaskSpeculation(handler, step.generate)
+        speculations.append(speculation)
+        return speculation
+    if isinstance(step, Settle):
+        return await step.handle.settle(step.cancel, step.timeout_s)
+    if isinstance(step, Generate):
+        call = handler.agenerate(step)
+        return _timed(await abounded(call, step.timeout_s, step_subject(step)), t0)
+    raise SelfRouteError(f"unknown step {step!r}")  # pragma: no cover - defensive
+
+
 def drive(
     flow: Generator[Step, Any, RouteResult], handler: StepHandler, *, stream: bool = False
 ) -> Iterator[FlowEvent]:
     """Run ``flow`` with a sync ``handler``, yielding events; the last is a :class:`ResultEvent`.
 
     With ``stream=True`` model calls go through ``handler.stream`` and answer text is yielded as
-    :class:`TokenEvent` (RAG text only once it can no longer be a decline).
+    :class:`TokenEvent` (RAG text only once it can no longer be a decline). Each step is
+    reported to the flow's trace (OpenTelemetry spans when its config turns tracing on).
     """
     state = _StreamState()
     send: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            step = flow.throw(error) if error is not None else flow.send(send)
-        except StopIteration as stop:
-            yield from state.finish(stop.value)
-            return
-        send, error = None, None
-        if stream:
-            yield from state.before_step(step)
-        t0 = time.perf_counter()
-        try:
-            if isinstance(step, Retrieve):
-                send = bounded(
-                    functools.partial(handler.retrieve, step), step.timeout_s, step_subject(step)
-                )
-            elif isinstance(step, LoadLongContext):
-                load = functools.partial(handler.load_long_context, step)
-                send = bounded(load, step.timeout_s, step_subject(step))
-            elif isinstance(step, Speculate):
-                send = _ThreadSpeculation(handler, step.generate)
-            elif isinstance(step, Settle):
-                send = step.handle.settle(step.cancel, step.timeout_s)
-            elif isinstance(step, Generate):
-                if stream:
+    trace = start_trace(flow)
+    try:
+        while True:
+            try:
+                step = flow.throw(error) if error is not None else flow.send(send)
+            except StopIteration as stop:
+                trace.finish(stop.value)
+                yield from state.finish(stop.value)
+                return
+            except Exception as exc:
+                trace.fail(exc)
+                raise
+            send, error = None, None
+            if stream:
+                yield from state.before_step(step)
+            t0 = time.perf_counter()
+            span = trace.start(step)
+            try:
+                if stream and isinstance(step, Generate):
                     state.start(step)
                     try:
-                        for chunk in bounded_stream(handler.stream(step), step.timeout_s):
+                        chunks = trace.iterate(span, handler.stream(step))
+                        for chunk in bounded_stream(chunks, step.timeout_s):
                             yield from state.feed(step, chunk)
                     except Exception as exc:
                         state.broke(exc)
                         raise
-                    gen = state.generation()
+                    send = _timed(state.generation(), t0)
                 else:
-                    call = functools.partial(handler.generate, step)
-                    gen = bounded(call, step.timeout_s, step_subject(step))
-                send = _timed(gen, t0)
-            else:  # pragma: no cover - defensive
-                raise SelfRouteError(f"unknown step {step!r}")
-        except Exception as exc:
-            error = exc
+                    with trace.active(span):
+                        send = _run_step(handler, step, t0)
+            except Exception as exc:
+                trace.failed(span, exc)
+                error = exc
+            else:
+                trace.done(span, step, send)
+    finally:  # failed, finished, or the stream abandoned: every span ends
+        trace.close()
 
 
 async def adrive(
@@ -342,56 +382,49 @@ async def adrive(
     send: Any = None
     error: BaseException | None = None
     speculations: list[_TaskSpeculation] = []
+    trace = start_trace(flow)
     try:
         while True:
             try:
                 step = flow.throw(error) if error is not None else flow.send(send)
             except StopIteration as stop:
+                trace.finish(stop.value)
                 for ev in state.finish(stop.value):
                     yield ev
                 return
+            except Exception as exc:
+                trace.fail(exc)
+                raise
             send, error = None, None
             if stream:
                 for ev in state.before_step(step):
                     yield ev
             t0 = time.perf_counter()
+            span = trace.start(step)
             try:
-                if isinstance(step, Retrieve):
-                    send = await abounded(
-                        handler.aretrieve(step), step.timeout_s, step_subject(step)
-                    )
-                elif isinstance(step, LoadLongContext):
-                    load = handler.aload_long_context(step)
-                    send = await abounded(load, step.timeout_s, step_subject(step))
-                elif isinstance(step, Speculate):
-                    send = _TaskSpeculation(handler, step.generate)
-                    speculations.append(send)
-                elif isinstance(step, Settle):
-                    send = await step.handle.settle(step.cancel, step.timeout_s)
-                elif isinstance(step, Generate):
-                    if stream:
-                        state.start(step)
-                        try:
-                            async for chunk in abounded_stream(
-                                handler.astream(step), step.timeout_s
-                            ):
-                                for ev in state.feed(step, chunk):
-                                    yield ev
-                        except Exception as exc:
-                            state.broke(exc)
-                            raise
-                        gen = state.generation()
-                    else:
-                        call = handler.agenerate(step)
-                        gen = await abounded(call, step.timeout_s, step_subject(step))
-                    send = _timed(gen, t0)
-                else:  # pragma: no cover - defensive
-                    raise SelfRouteError(f"unknown step {step!r}")
+                if stream and isinstance(step, Generate):
+                    state.start(step)
+                    try:
+                        chunks = trace.aiterate(span, handler.astream(step))
+                        async for chunk in abounded_stream(chunks, step.timeout_s):
+                            for ev in state.feed(step, chunk):
+                                yield ev
+                    except Exception as exc:
+                        state.broke(exc)
+                        raise
+                    send = _timed(state.generation(), t0)
+                else:
+                    with trace.active(span):
+                        send = await _arun_step(handler, step, t0, speculations)
             except Exception as exc:
+                trace.failed(span, exc)
                 error = exc
+            else:
+                trace.done(span, step, send)
     finally:  # cancelled, failed or finished: no speculative call outlives the run
         for spec in speculations:
             spec.task.cancel()
+        trace.close()
 
 
 def run_flow(flow: Generator[Step, Any, RouteResult], handler: StepHandler) -> RouteResult:

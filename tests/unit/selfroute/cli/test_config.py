@@ -76,6 +76,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "grounded": "1",
         "speculate_below": "0.4",
         "prices": "gpt-4o-mini=0.15/0.6",
+        "trace": "true",
     }
     assert set(samples) == {s.name for s in SETTINGS}
     environ = {f"SELFROUTE_{k.upper()}": v for k, v in samples.items()}
@@ -91,6 +92,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
     assert (ask.k_ladder, ask.pre_route, ask.min_top_score) == ((10, 20), True, 2.5)
     assert (ask.verdict, ask.grounded) == ("auto", True)
     assert (ask.retrieval_timeout, ask.deadline) == (5.0, 60.0)
+    assert ask.trace is True
     index = resolve(_args("index", "x"), "index", environ=environ)
     assert index.follow_symlinks is True and index.chunk_words == 200 and index.max_file_mb == 2.5
 
