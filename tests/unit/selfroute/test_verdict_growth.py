@@ -32,3 +32,20 @@ def test_label_then_white_space_is_linear(label, entry) -> None:
     ratio = _best(entry, large) / max(_best(entry, small), 1e-5)
     # Linear growth is ~10x, quadratic ~100x: 25 separates them on a loaded machine.
     assert ratio < 25, ratio
+
+
+def _stream_verdict(text: str) -> None:
+    from selfroute._structured_stream import VerdictStream
+
+    stream = VerdictStream()
+    for i in range(0, len(text), 3):  # token-sized pieces: per-piece cost must not grow
+        stream.feed(text[i : i + 3])
+
+
+@pytest.mark.parametrize("body", ["word ", "caf\\u00e9 \\ud83d\\ude00 \\n"], ids=["plain", "escapes"])
+def test_streamed_structured_verdict_is_linear(body: str) -> None:
+    def obj(n: int) -> str:
+        return '{"answerable": true, "answer": "' + body * n + '"}'
+
+    ratio = _best(_stream_verdict, obj(10_000)) / max(_best(_stream_verdict, obj(1_000)), 1e-5)
+    assert ratio < 25, ratio
