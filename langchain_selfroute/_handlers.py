@@ -28,6 +28,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.vectorstores import VectorStoreRetriever
 
+from langchain_selfroute._structured import ObjectDeltas, split_structured
 from selfroute import (
     ConfigurationError,
     ContextDocument,
@@ -47,7 +48,6 @@ from selfroute import (
     load_structured,
     structured_unsupported,
 )
-from langchain_selfroute._structured import ObjectDeltas, split_structured
 from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
 
 __all__ = [
@@ -310,9 +310,7 @@ def _parsed(output: Any, merged: Any, error: Exception | None) -> Any:
     return {"raw": merged, "parsed": None, "parsing_error": error}
 
 
-def streamed_structured(
-    output: Any, merged: Any, fallback_model: str | None
-) -> GenerationChunk:
+def streamed_structured(output: Any, merged: Any, fallback_model: str | None) -> GenerationChunk:
     """The closing piece of a streamed structured call: the object parsed by LangChain's
     parser, text, usage and model, and the finish reason read as a stream's (none at all:
     ``incomplete``, a cut-off object)."""

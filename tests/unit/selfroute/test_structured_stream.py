@@ -105,9 +105,7 @@ def _splits(text: str, seed: int) -> list[list[str]]:
     return out
 
 
-OBJECTS = [
-    {"answerable": True, "answer": value} for value in STRINGS if value
-] + [
+OBJECTS = [{"answerable": True, "answer": value} for value in STRINGS if value] + [
     {"answerable": True, "answer": "48 volts", "quotes": ["The charger needs 48 volts."]},
     {"answerable": "true", "answer": "Paris"},
     {"answerable": "yes", "answer": "Paris"},
@@ -152,7 +150,7 @@ def test_declined_object_hands_out_nothing() -> None:
 def test_fenced_object_streams() -> None:
     text = '```json\n{"answerable": true, "answer": "Paris"}\n```'
     for pieces in _splits(text, seed=2):
-        stream, outs = _stream(pieces)
+        _, outs = _stream(pieces)
         assert "".join(outs) == "Paris"
 
 
@@ -168,7 +166,7 @@ def test_fenced_object_streams() -> None:
         '{"answerable": true, "answer": 42}',
         '{"answerable": true, "answer": "Par\\qis"}',  # bad escape
         '{"answerable": true, "answerable": false, "answer": "Paris"}',  # repeated key
-        "[true, \"Paris\"]",
+        '[true, "Paris"]',
         '{"answerable" true}',
     ],
 )

@@ -42,7 +42,9 @@ def _stream_verdict(text: str) -> None:
         stream.feed(text[i : i + 3])
 
 
-@pytest.mark.parametrize("body", ["word ", "caf\\u00e9 \\ud83d\\ude00 \\n"], ids=["plain", "escapes"])
+@pytest.mark.parametrize(
+    "body", ["word ", "caf\\u00e9 \\ud83d\\ude00 \\n"], ids=["plain", "escapes"]
+)
 def test_streamed_structured_verdict_is_linear(body: str) -> None:
     def obj(n: int) -> str:
         return '{"answerable": true, "answer": "' + body * n + '"}'
