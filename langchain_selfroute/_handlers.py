@@ -586,53 +586,6 @@ class LangChainHandler:
         config["tags"] = [*config.get("tags", []), tag]
         return [HumanMessage(content=step.structured.prompt)], config
 
-    def _stream_structured(
-        self, step: Generate, structured: Runnable[Any, Any]
-    ) -> Iterator[GenerationChunk]:
-        """A structured call streamed: the object's JSON text piece by piece
-        (``structured_delta``), then the parsed object as :meth:`generate` returns it."""
-        split = split_structured(structured)
-        if split is None:  # a custom with_structured_output: one call
-            yield GenerationChunk.of(self._call_structured(step, structured))
-            return
-        model, parser = split
-        messages, config = self._structured_input(step)
-        pieces, deltas = _Pieces(self.names.get(step.stage)), ObjectDeltas()
-        with self._classified(step):
-            for piece in model.stream(messages, config=config):
-                pieces.pieces.append(piece)
-                if delta := deltas.delta(piece, message_text(piece)):
-                    yield GenerationChunk(structured_delta=delta)
-        merged, error = pieces.merged(), None
-        try:
-            output = parser.invoke({"raw": merged}, config=_parser_config(config))
-        except Exception as exc:  # the parser's own fallback catches parse errors; anything else
-            output, error = None, exc
-        yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)
-
-    async def _astream_structured(
-        self, step: Generate, structured: Runnable[Any, Any]
-    ) -> AsyncIterator[GenerationChunk]:
-        """Async :meth:`_stream_structured`."""
-        split = split_structured(structured)
-        if split is None:
-            yield GenerationChunk.of(await self._acall_structured(step, structured))
-            return
-        model, parser = split
-        messages, config = self._structured_input(step)
-        pieces, deltas = _Pieces(self.names.get(step.stage)), ObjectDeltas()
-        with self._classified(step):
-            async for piece in model.astream(messages, config=config):
-                pieces.pieces.append(piece)
-                if delta := deltas.delta(piece, message_text(piece)):
-                    yield GenerationChunk(structured_delta=delta)
-        merged, error = pieces.merged(), None
-        try:
-            output = await parser.ainvoke({"raw": merged}, config=_parser_config(config))
-        except Exception as exc:
-            output, error = None, exc
-        yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)
-
     def _call_structured(self, step: Generate, structured: Runnable[Any, Any]) -> Generation:
         messages, config = self._structured_input(step)
         with self._classified(step):
@@ -746,7 +699,7 @@ class LangChainHandler:
         """
         structured = self._structured(step)
         if structured is not None:
-            yield from self._stream_structured(step, structured)
+            yield from _stream_structured(self, step, structured)
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
@@ -793,7 +746,7 @@ class LangChainHandler:
         """Async :meth:`stream` (``llm.astream``)."""
         structured = self._structured(step)
         if structured is not None:
-            async for piece in self._astream_structured(step, structured):
+            async for piece in _astream_structured(self, step, structured):
                 yield piece
             return
         llm, config = self._model(step.stage)
@@ -812,3 +765,52 @@ class LangChainHandler:
         loader = self._loader()
         parents = await loader.ainvoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
         return self._ordered(parents, chunks)
+
+
+def _stream_structured(
+    handler: LangChainHandler, step: Generate, structured: Runnable[Any, Any]
+) -> Iterator[GenerationChunk]:
+    """A structured call streamed: the object's JSON text piece by piece
+    (``structured_delta``), then the parsed object as ``generate`` returns it."""
+    split = split_structured(structured)
+    if split is None:  # a custom with_structured_output: one call
+        yield GenerationChunk.of(handler._call_structured(step, structured))
+        return
+    model, parser = split
+    messages, config = handler._structured_input(step)
+    pieces, deltas = _Pieces(handler.names.get(step.stage)), ObjectDeltas()
+    with handler._classified(step):
+        for piece in model.stream(messages, config=config):
+            pieces.pieces.append(piece)
+            if delta := deltas.delta(piece, message_text(piece)):
+                yield GenerationChunk(structured_delta=delta)
+    merged, error = pieces.merged(), None
+    try:
+        output = parser.invoke({"raw": merged}, config=_parser_config(config))
+    except Exception as exc:  # the parser's own fallback catches parse errors; anything else
+        output, error = None, exc
+    yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)
+
+
+async def _astream_structured(
+    handler: LangChainHandler, step: Generate, structured: Runnable[Any, Any]
+) -> AsyncIterator[GenerationChunk]:
+    """Async :func:`_stream_structured`."""
+    split = split_structured(structured)
+    if split is None:
+        yield GenerationChunk.of(await handler._acall_structured(step, structured))
+        return
+    model, parser = split
+    messages, config = handler._structured_input(step)
+    pieces, deltas = _Pieces(handler.names.get(step.stage)), ObjectDeltas()
+    with handler._classified(step):
+        async for piece in model.astream(messages, config=config):
+            pieces.pieces.append(piece)
+            if delta := deltas.delta(piece, message_text(piece)):
+                yield GenerationChunk(structured_delta=delta)
+    merged, error = pieces.merged(), None
+    try:
+        output = await parser.ainvoke({"raw": merged}, config=_parser_config(config))
+    except Exception as exc:
+        output, error = None, exc
+    yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)

@@ -250,62 +250,6 @@ class LlamaIndexHandler(RetrievalSteps):
             response = await llm.achat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
 
-    def _structured_end(
-        self, step: Generate, llm: FunctionCallingLLM, last: Any, acc: StreamUsage
-    ) -> GenerationChunk:
-        """The closing piece of a streamed tool call: the object read from the last response
-        (which holds the whole call), usage and finish reason over the stream."""
-        assert step.structured is not None
-        if last is None:
-            gen = Generation(text="", structured_error="the model's stream had no response")
-        else:
-            gen = self._structured_generation(llm, step.structured, last)
-        gen = replace(
-            gen,
-            usage=acc.usage() or gen.usage,
-            model=acc.model or gen.model or configured_model_name(llm),
-            finish_reason=acc.finish_reason(),
-        )
-        return GenerationChunk.of(self._end(step, gen))
-
-    def _stream_structured(
-        self, step: Generate, llm: FunctionCallingLLM
-    ) -> Iterator[GenerationChunk]:
-        """A structured call streamed (``stream_chat_with_tools``): the tool call's argument
-        text piece by piece (``structured_delta``), then the object."""
-        assert step.structured is not None
-        self._start(step, streaming=True)
-        tools, kwargs = self._tool_request(llm, step.structured)
-        acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
-        with self._classified(step):
-            responses = llm.stream_chat_with_tools(tools, **kwargs)
-            try:
-                for response in responses:
-                    acc.add(response)
-                    last = response
-                    if delta := deltas.delta(response):
-                        yield GenerationChunk(structured_delta=delta)
-            finally:  # closed early (a cancelled call): close the provider's stream now
-                _close(responses)
-        yield self._structured_end(step, llm, last, acc)
-
-    async def _astream_structured(
-        self, step: Generate, llm: FunctionCallingLLM
-    ) -> AsyncIterator[GenerationChunk]:
-        """Async :meth:`_stream_structured`."""
-        assert step.structured is not None
-        self._start(step, streaming=True)
-        tools, kwargs = self._tool_request(llm, step.structured)
-        acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
-        with self._classified(step):
-            responses = await llm.astream_chat_with_tools(tools, **kwargs)
-            async for response in responses:
-                acc.add(response)
-                last = response
-                if delta := deltas.delta(response):
-                    yield GenerationChunk(structured_delta=delta)
-        yield self._structured_end(step, llm, last, acc)
-
     # -- plain calls ---------------------------------------------------------------------------
     def _call(self, step: Generate) -> Generation:
         structured_llm = self._structured_llm(step)
@@ -381,7 +325,7 @@ class LlamaIndexHandler(RetrievalSteps):
         """
         structured_llm = self._structured_llm(step)
         if structured_llm is not None:
-            yield from self._stream_structured(step, structured_llm)
+            yield from _stream_structured(self, step, structured_llm)
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
@@ -407,7 +351,7 @@ class LlamaIndexHandler(RetrievalSteps):
         """Async :meth:`stream`."""
         structured_llm = self._structured_llm(step)
         if structured_llm is not None:
-            async for chunk in self._astream_structured(step, structured_llm):
+            async for chunk in _astream_structured(self, step, structured_llm):
                 yield chunk
             return
         llm = self._start(step, streaming=True)
@@ -426,3 +370,66 @@ class LlamaIndexHandler(RetrievalSteps):
                     parts.append(delta)
                     yield GenerationChunk(text=delta)
         yield self._stream_end(step, llm, acc, parts)
+
+
+def _structured_end(
+    handler: LlamaIndexHandler,
+    step: Generate,
+    llm: FunctionCallingLLM,
+    last: Any,
+    acc: StreamUsage,
+) -> GenerationChunk:
+    """The closing piece of a streamed tool call: the object read from the last response
+    (which holds the whole call), usage and finish reason over the stream."""
+    assert step.structured is not None
+    if last is None:
+        gen = Generation(text="", structured_error="the model's stream had no response")
+    else:
+        gen = handler._structured_generation(llm, step.structured, last)
+    gen = replace(
+        gen,
+        usage=acc.usage() or gen.usage,
+        model=acc.model or gen.model or configured_model_name(llm),
+        finish_reason=acc.finish_reason(),
+    )
+    return GenerationChunk.of(handler._end(step, gen))
+
+
+def _stream_structured(
+    handler: LlamaIndexHandler, step: Generate, llm: FunctionCallingLLM
+) -> Iterator[GenerationChunk]:
+    """A structured call streamed (``stream_chat_with_tools``): the tool call's argument text
+    piece by piece (``structured_delta``), then the object."""
+    assert step.structured is not None
+    handler._start(step, streaming=True)
+    tools, kwargs = handler._tool_request(llm, step.structured)
+    acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
+    with handler._classified(step):
+        responses = llm.stream_chat_with_tools(tools, **kwargs)
+        try:
+            for response in responses:
+                acc.add(response)
+                last = response
+                if delta := deltas.delta(response):
+                    yield GenerationChunk(structured_delta=delta)
+        finally:  # closed early (a cancelled call): close the provider's stream now
+            _close(responses)
+    yield _structured_end(handler, step, llm, last, acc)
+
+
+async def _astream_structured(
+    handler: LlamaIndexHandler, step: Generate, llm: FunctionCallingLLM
+) -> AsyncIterator[GenerationChunk]:
+    """Async :func:`_stream_structured`."""
+    assert step.structured is not None
+    handler._start(step, streaming=True)
+    tools, kwargs = handler._tool_request(llm, step.structured)
+    acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
+    with handler._classified(step):
+        responses = await llm.astream_chat_with_tools(tools, **kwargs)
+        async for response in responses:
+            acc.add(response)
+            last = response
+            if delta := deltas.delta(response):
+                yield GenerationChunk(structured_delta=delta)
+    yield _structured_end(handler, step, llm, last, acc)

@@ -206,12 +206,8 @@ class _StreamState:
         events: list[FlowEvent] = []
         answer = result.answer
         if result.route is Route.RAG and answer:
-            shown = self.sniffer.emitted if self.sniffer is not None else ""
-            if self.emitted_rag and answer.startswith(shown):
-                rest = answer[len(shown) :]
-            elif self.emitted_rag:  # the whole output reads otherwise than what was shown
-                events.append(RouteEvent(Route.RAG, result.reason, retracted=True))
-                rest = answer
+            if self.emitted_rag and self.sniffer is not None:
+                rest = self.sniffer.remainder(answer)
             else:  # nothing shown yet: held (structured/grounded) or never released
                 events.append(RouteEvent(Route.RAG, result.reason))
                 rest = answer
