@@ -29,6 +29,7 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_selfroute._structured import ObjectDeltas, split_structured
+from selfroute._structured_stream import complete_object
 from selfroute import (
     ConfigurationError,
     ContextDocument,
@@ -286,12 +287,15 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
     raw_text = message_text(raw) if isinstance(raw, (BaseMessage, str)) else ""
     obj = _as_mapping(parsed)
     error = None
+    if obj is not None and raw_text.strip() and not getattr(raw, "tool_calls", None):
+        if not complete_object(raw_text):  # LangChain's JSON parser repairs a cut-off object
+            obj, error = None, "the model's structured output is not a complete JSON object"
     if obj is not None:
         text = json.dumps(obj, ensure_ascii=False)
     else:
-        obj = load_structured(raw_text)
+        obj = load_structured(raw_text) if error is None else None
         text = raw_text
-        if obj is None:
+        if obj is None and error is None:
             error = _parse_failure(output, raw)
     return Generation(
         text=text,

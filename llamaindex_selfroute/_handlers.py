@@ -33,6 +33,7 @@ from llamaindex_selfroute._parents import LongContextSource
 from llamaindex_selfroute._retrieval import RetrievalSteps, node_to_passage
 from llamaindex_selfroute._structured import (
     ArgumentDeltas,
+    raw_arguments,
     structured_support,
     tool_arguments,
     verdict_tool,
@@ -53,6 +54,7 @@ from selfroute import (
     structured_unsupported,
 )
 from selfroute._faults import classified
+from selfroute._structured_stream import complete_object
 
 __all__ = ["LlamaIndexHandler", "configured_model_name", "node_to_passage"]
 
@@ -216,7 +218,12 @@ class LlamaIndexHandler(RetrievalSteps):
         self, llm: FunctionCallingLLM, request: StructuredRequest, response: Any
     ) -> Generation:
         structured, error = tool_arguments(llm, response, request.name)
-        if structured is not None:
+        raw = raw_arguments(response)
+        if structured is not None and raw is not None and not complete_object(raw):
+            # the integration's partial-JSON parser repairs a cut-off call: no verdict
+            structured, error = None, f"the {request.name} tool call's arguments are cut off"
+            text = raw
+        elif structured is not None:
             text = json.dumps(structured, ensure_ascii=False)
         else:  # no valid tool call: the text may still hold the object
             text = str(getattr(getattr(response, "message", None), "content", None) or "")

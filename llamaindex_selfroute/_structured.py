@@ -20,7 +20,13 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool, ToolMetadata
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-__all__ = ["ArgumentDeltas", "structured_support", "tool_arguments", "verdict_tool"]
+__all__ = [
+    "ArgumentDeltas",
+    "raw_arguments",
+    "structured_support",
+    "tool_arguments",
+    "verdict_tool",
+]
 
 
 def structured_support(llm: LLM) -> str | None:
@@ -122,7 +128,7 @@ def tool_arguments(
     return dict(args), None
 
 
-def _raw_arguments(response: Any) -> str | None:
+def raw_arguments(response: Any) -> str | None:
     """The first tool call's argument text so far in a streamed response (``None``: none yet,
     or an integration that hands out parsed arguments only)."""
     message = getattr(response, "message", None)
@@ -159,7 +165,7 @@ class ArgumentDeltas:
 
     def delta(self, response: Any) -> str:
         """The argument text ``response`` adds."""
-        args = _raw_arguments(response)
+        args = raw_arguments(response)
         if self._broken or args is None:
             return ""
         if len(args) < self._seen:

@@ -15,10 +15,11 @@ error -- makes it *hold*: it hands out nothing more, and the caller waits for th
 
 from __future__ import annotations
 
+import json
 import re
 from enum import Enum
 
-__all__ = ["JsonStringDecoder", "StreamStatus", "VerdictStream"]
+__all__ = ["JsonStringDecoder", "StreamStatus", "VerdictStream", "complete_object"]
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _SPECIAL = re.compile(r'["\\]')
@@ -185,6 +186,11 @@ class VerdictStream:
 
     def _hold(self) -> None:
         self.status = StreamStatus.HELD
+
+    @property
+    def complete(self) -> bool:
+        """Whether the object's closing brace has been read."""
+        return self._at is _At.END
 
     @property
     def live(self) -> bool:
@@ -361,3 +367,30 @@ class VerdictStream:
             self._at = _At.AFTER_VALUE
             return i
         return i + 1
+
+
+_FENCED = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+
+
+def complete_object(text: str) -> bool:
+    """Whether ``text`` is one whole JSON object (optionally in a code fence), read strictly.
+
+    Client libraries repair a cut-off object (``{"answerable": true, "answer": "Thirty`` parses
+    as ``{"answerable": True, "answer": "Thirty"}`` in their partial-JSON parsers); the verdict
+    must not: a cut-off answer is no answer.
+
+    Examples:
+        >>> complete_object('{"answerable": true, "answer": "4"}')
+        True
+        >>> complete_object('{"answerable": true, "answer": "Thirty')
+        False
+    """
+    body = text.strip()
+    fenced = _FENCED.match(body)
+    if fenced:
+        body = fenced.group(1)
+    try:
+        value = json.loads(body, strict=False)  # raw control characters are a model's habit
+    except ValueError:
+        return False
+    return isinstance(value, dict)

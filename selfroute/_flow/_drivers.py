@@ -129,12 +129,19 @@ class _StreamState:
         """The streamed call as one :class:`Generation` (text joined, usage summed, the model
         name and any structured object kept)."""
         obj = self.obj
+        structured = obj.structured if obj is not None else None
+        error = obj.structured_error if obj is not None else None
+        preview = self.preview
+        if structured is not None and preview is not None and preview.live:
+            # the streamed object never closed: what the client's parser made of it (partial
+            # JSON parsers repair a cut-off object) is no verdict
+            structured, error = None, "the streamed object ended before it was complete"
         return Generation(
             text="".join(self.parts),
             usage=self.usage,
             model=self.last.model if self.last is not None else None,
-            structured=obj.structured if obj is not None else None,
-            structured_error=obj.structured_error if obj is not None else None,
+            structured=structured,
+            structured_error=error,
             finish_reason=self.finish_reason,
         )
 
@@ -173,13 +180,13 @@ class _StreamState:
         ``answer`` text goes through the sniffer as plain RAG text does (a decline written into
         the answer is held back too); a false or unreadable verdict shows nothing (the whole
         object decides). Grounded answers are held until their quotes are checked."""
-        if step.stage is not Stage.RAG or step.structured is None or step.grounded:
+        if step.stage is not Stage.RAG or step.structured is None:
             return []
         if self.preview is None:
             self.preview = VerdictStream()
             self.sniffer = _sniffer(step)
         text = self.preview.feed(delta)
-        if not text or self.preview.status is not StreamStatus.ANSWERING:
+        if not text or step.grounded or self.preview.status is not StreamStatus.ANSWERING:
             return []
         assert self.sniffer is not None
         return self._release(self.sniffer.feed(text))
