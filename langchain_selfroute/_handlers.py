@@ -29,7 +29,6 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_selfroute._structured import ObjectDeltas, split_structured
-from selfroute._structured_stream import complete_object
 from selfroute import (
     ConfigurationError,
     ContextDocument,
@@ -50,6 +49,7 @@ from selfroute import (
     structured_unsupported,
 )
 from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
+from selfroute._structured_stream import complete_object
 
 __all__ = [
     "TAG_LONG_CONTEXT",
@@ -287,9 +287,10 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
     raw_text = message_text(raw) if isinstance(raw, (BaseMessage, str)) else ""
     obj = _as_mapping(parsed)
     error = None
-    if obj is not None and raw_text.strip() and not getattr(raw, "tool_calls", None):
-        if not complete_object(raw_text):  # LangChain's JSON parser repairs a cut-off object
-            obj, error = None, "the model's structured output is not a complete JSON object"
+    # LangChain's JSON parser repairs a cut-off object: the text must hold all of it
+    content_json = raw_text.strip() and not getattr(raw, "tool_calls", None)
+    if obj is not None and content_json and not complete_object(raw_text):
+        obj, error = None, "the model's structured output is not a complete JSON object"
     if obj is not None:
         text = json.dumps(obj, ensure_ascii=False)
     else:
