@@ -189,3 +189,12 @@ def test_unknown_keys_between_are_skipped() -> None:
     for pieces in _splits(text, seed=4):
         stream, outs = _stream(pieces)
         assert "".join(outs) == "Ok" and stream.status is StreamStatus.ANSWERING
+
+
+@pytest.mark.parametrize("grounded", [False, True])
+def test_the_schema_declares_answerable_first(grounded: bool) -> None:
+    """Providers generate keys in the order the schema gives (properties, or ``required``)."""
+    import selfroute as sr
+
+    schema = sr.verdict_schema(grounded=grounded)
+    assert list(schema["properties"])[:2] == schema["required"][:2] == ["answerable", "answer"]
