@@ -10,6 +10,7 @@ tokenizer fallback.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
 from pathlib import Path
@@ -43,6 +44,7 @@ __all__ = [
     "loopback_openai_process",
     "reply_for",
     "stream_pieces",
+    "wire_reply_for",
 ]
 
 ANSWER = "Mara Holt kept the lamp at Grey Point for thirty-one years."
@@ -59,6 +61,21 @@ def reply_for(prompt: str) -> str:
     if is_rag and LC_MARKER in prompt:
         return sr.DEFAULT_SENTINEL
     return HEDGED_ANSWER if HEDGE_MARKER in prompt else ANSWER
+
+
+def wire_reply_for(body: dict[str, Any], prompt: str) -> str:
+    """What the loopback models send for a request: :func:`reply_for`, or, for a structured
+    verdict (a ``json_schema`` response format or a tool), the ``{answerable, answer}`` object
+    (a tool call of it when tools are offered), ``answerable`` false for ``#lc`` questions."""
+    from tests.support.openai_server import tool_call
+
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") != "json_schema" and not body.get("tools"):
+        return reply_for(prompt)
+    declines = LC_MARKER in prompt
+    answer = "" if declines else (HEDGED_ANSWER if HEDGE_MARKER in prompt else ANSWER)
+    obj = {"answerable": not declines, "answer": answer}
+    return tool_call(obj) if body.get("tools") else json.dumps(obj)
 
 
 def stream_pieces(text: str) -> list[str]:
@@ -191,17 +208,23 @@ def chunks_of(text: str) -> Sequence[sr.Chunk]:
 
 
 @contextlib.contextmanager
-def loopback_openai(*, latency_s: float = 0.0, token_delay_s: float = 0.0) -> Iterator[Any]:
+def loopback_openai(
+    *, latency_s: float = 0.0, token_delay_s: float = 0.0, piece_chars: int | None = None
+) -> Iterator[Any]:
     """The test suite's scripted OpenAI server answering with :func:`reply_for`.
 
     The server disables Nagle's algorithm (otherwise the client's delayed ACK would stall every
     response by ~40 ms on Linux and swamp the 50 ms latency the benchmarks model).
+    ``piece_chars`` streams pieces of that many characters (a token of about 4 characters)
+    instead of a word each.
     """
     from tests.support import _loopback
     from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
     server = ScriptedOpenAIServer(
-        lambda body: Reply(reply_for(_loopback.prompt_text(body))),
+        lambda body: Reply(
+            wire_reply_for(body, _loopback.prompt_text(body)), piece_chars=piece_chars
+        ),
         latency_s=latency_s,
         token_delay_s=token_delay_s,
     )

@@ -28,6 +28,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.vectorstores import VectorStoreRetriever
 
+from langchain_selfroute._structured import ObjectDeltas, split_structured
 from selfroute import (
     ConfigurationError,
     ContextDocument,
@@ -41,6 +42,7 @@ from selfroute import (
     document_id,
 )
 from selfroute._faults import INCOMPLETE, classified, normalize_finish_reason
+from selfroute._structured_stream import complete_object
 from selfroute.flow import (
     Generate,
     GenerationChunk,
@@ -287,12 +289,16 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
     raw_text = message_text(raw) if isinstance(raw, (BaseMessage, str)) else ""
     obj = _as_mapping(parsed)
     error = None
+    # LangChain's JSON parser repairs a cut-off object: the text must hold all of it
+    content_json = raw_text.strip() and not getattr(raw, "tool_calls", None)
+    if obj is not None and content_json and not complete_object(raw_text):
+        obj, error = None, "the model's structured output is not a complete JSON object"
     if obj is not None:
         text = json.dumps(obj, ensure_ascii=False)
     else:
-        obj = load_structured(raw_text)
+        obj = load_structured(raw_text) if error is None else None
         text = raw_text
-        if obj is None:
+        if obj is None and error is None:
             error = _parse_failure(output, raw)
     return Generation(
         text=text,
@@ -304,14 +310,27 @@ def structured_generation(output: Any, fallback_model: str | None) -> Generation
     )
 
 
-#: Text the sentinel parser classifies as garbled (held back, never shown: it escalates).
-_GARBLED = "{}"
+def _parsed(output: Any, merged: Any, error: Exception | None) -> Any:
+    """What ``with_structured_output(include_raw=True)`` returns, for a streamed raw message."""
+    if error is None:
+        return output
+    return {"raw": merged, "parsed": None, "parsing_error": error}
 
 
-def _structured_chunks(gen: Generation, step: Generate) -> Iterator[GenerationChunk]:
-    """A structured call streamed: one piece with its text, object, usage and model (the core
-    holds it back until it is classified)."""
-    yield GenerationChunk.of(gen)
+def streamed_structured(output: Any, merged: Any, fallback_model: str | None) -> GenerationChunk:
+    """The closing piece of a streamed structured call: the object parsed by LangChain's
+    parser, text, usage and model, and the finish reason read as a stream's (none at all:
+    ``incomplete``, a cut-off object)."""
+    gen = structured_generation(output, fallback_model)
+    finish = message_finish_reason(merged, streamed=True) if merged != "" else INCOMPLETE
+    return GenerationChunk.of(replace(gen, finish_reason=finish))
+
+
+def _parser_config(config: RunnableConfig) -> RunnableConfig:
+    """The model call's config for the parser after it (its own run, not a second model run)."""
+    out = dict(config)
+    out.pop("run_name", None)
+    return out  # type: ignore[return-value]
 
 
 class _Pieces:
@@ -682,12 +701,12 @@ class LangChainHandler:
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
         """A streamed model call; usage and model arrive on the last piece.
 
-        A structured verdict is one non-streaming call (the core holds RAG text back until the
-        verdict is known anyway), delivered as one piece plus the usage piece.
+        A structured verdict streams the object's JSON text (the core shows the answer once
+        ``answerable`` is known), then the parsed object with usage and model.
         """
         structured = self._structured(step)
         if structured is not None:
-            yield from _structured_chunks(self._call_structured(step, structured), step)
+            yield from _stream_structured(self, step, structured)
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
@@ -731,12 +750,11 @@ class LangChainHandler:
         return _generation(output, self.names.get(step.stage))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        """Async :meth:`stream` (``llm.astream``; a structured verdict is one ``ainvoke``)."""
+        """Async :meth:`stream` (``llm.astream``)."""
         structured = self._structured(step)
         if structured is not None:
-            gen = await self._acall_structured(step, structured)
-            for whole in _structured_chunks(gen, step):
-                yield whole
+            async for piece in _astream_structured(self, step, structured):
+                yield piece
             return
         llm, config = self._model(step.stage)
         pieces = _Pieces(self.names.get(step.stage))
@@ -754,3 +772,52 @@ class LangChainHandler:
         loader = self._loader()
         parents = await loader.ainvoke(chunks, config=self._child(TAG_PARENTS, TAG_PARENTS))
         return self._ordered(parents, chunks)
+
+
+def _stream_structured(
+    handler: LangChainHandler, step: Generate, structured: Runnable[Any, Any]
+) -> Iterator[GenerationChunk]:
+    """A structured call streamed: the object's JSON text piece by piece
+    (``structured_delta``), then the parsed object as ``generate`` returns it."""
+    split = split_structured(structured)
+    if split is None:  # a custom with_structured_output: one call
+        yield GenerationChunk.of(handler._call_structured(step, structured))
+        return
+    model, parser = split
+    messages, config = handler._structured_input(step)
+    pieces, deltas = _Pieces(handler.names.get(step.stage)), ObjectDeltas()
+    with handler._classified(step):
+        for piece in model.stream(messages, config=config):
+            pieces.pieces.append(piece)
+            if delta := deltas.delta(piece, message_text(piece)):
+                yield GenerationChunk(structured_delta=delta)
+    merged, error = pieces.merged(), None
+    try:
+        output = parser.invoke({"raw": merged}, config=_parser_config(config))
+    except Exception as exc:  # the parser's own fallback catches parse errors; anything else
+        output, error = None, exc
+    yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)
+
+
+async def _astream_structured(
+    handler: LangChainHandler, step: Generate, structured: Runnable[Any, Any]
+) -> AsyncIterator[GenerationChunk]:
+    """Async :func:`_stream_structured`."""
+    split = split_structured(structured)
+    if split is None:
+        yield GenerationChunk.of(await handler._acall_structured(step, structured))
+        return
+    model, parser = split
+    messages, config = handler._structured_input(step)
+    pieces, deltas = _Pieces(handler.names.get(step.stage)), ObjectDeltas()
+    with handler._classified(step):
+        async for piece in model.astream(messages, config=config):
+            pieces.pieces.append(piece)
+            if delta := deltas.delta(piece, message_text(piece)):
+                yield GenerationChunk(structured_delta=delta)
+    merged, error = pieces.merged(), None
+    try:
+        output = await parser.ainvoke({"raw": merged}, config=_parser_config(config))
+    except Exception as exc:
+        output, error = None, exc
+    yield streamed_structured(_parsed(output, merged, error), merged, pieces.fallback_model)

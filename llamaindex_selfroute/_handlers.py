@@ -16,6 +16,7 @@ import gc
 import inspect
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -30,7 +31,13 @@ from llama_index_instrumentation import get_dispatcher
 from llamaindex_selfroute._events import SelfRouteStepEndEvent, SelfRouteStepStartEvent
 from llamaindex_selfroute._parents import LongContextSource
 from llamaindex_selfroute._retrieval import RetrievalSteps, node_to_passage
-from llamaindex_selfroute._structured import structured_support, tool_arguments, verdict_tool
+from llamaindex_selfroute._structured import (
+    ArgumentDeltas,
+    raw_arguments,
+    structured_support,
+    tool_arguments,
+    verdict_tool,
+)
 from llamaindex_selfroute._usage import (
     StreamUsage,
     finish_reason_from_response,
@@ -39,6 +46,7 @@ from llamaindex_selfroute._usage import (
 )
 from selfroute import Generation, Stage
 from selfroute._faults import classified
+from selfroute._structured_stream import complete_object
 from selfroute.flow import (
     Generate,
     GenerationChunk,
@@ -209,7 +217,12 @@ class LlamaIndexHandler(RetrievalSteps):
         self, llm: FunctionCallingLLM, request: StructuredRequest, response: Any
     ) -> Generation:
         structured, error = tool_arguments(llm, response, request.name)
-        if structured is not None:
+        raw = raw_arguments(response)
+        if structured is not None and raw is not None and not complete_object(raw):
+            # the integration's partial-JSON parser repairs a cut-off call: no verdict
+            structured, error = None, f"the {request.name} tool call's arguments are cut off"
+            text = raw
+        elif structured is not None:
             text = json.dumps(structured, ensure_ascii=False)
         else:  # no valid tool call: the text may still hold the object
             text = str(getattr(getattr(response, "message", None), "content", None) or "")
@@ -242,11 +255,6 @@ class LlamaIndexHandler(RetrievalSteps):
         with self._classified(step):
             response = await llm.achat_with_tools(tools, **kwargs)
         return self._end(step, self._structured_generation(llm, step.structured, response))
-
-    def _streamed(self, step: Generate, gen: Generation) -> Iterator[GenerationChunk]:
-        """A structured call's output as one chunk with its object (the flow holds it back until
-        it is checked)."""
-        yield GenerationChunk.of(gen)
 
     # -- plain calls ---------------------------------------------------------------------------
     def _call(self, step: Generate) -> Generation:
@@ -318,11 +326,12 @@ class LlamaIndexHandler(RetrievalSteps):
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
         """Run the stage's LLM on the prompt, streaming text deltas; usage comes last.
 
-        A structured step is one non-streaming tool call whose text is yielded once.
+        A structured step streams its tool call's arguments (the flow shows the answer once
+        ``answerable`` is known), then the object.
         """
         structured_llm = self._structured_llm(step)
         if structured_llm is not None:
-            yield from self._streamed(step, self._structured_call(step, structured_llm))
+            yield from _stream_structured(self, step, structured_llm)
             return
         llm = self._start(step, streaming=True)
         acc, parts = StreamUsage(), []
@@ -348,8 +357,7 @@ class LlamaIndexHandler(RetrievalSteps):
         """Async :meth:`stream`."""
         structured_llm = self._structured_llm(step)
         if structured_llm is not None:
-            gen = await self._astructured_call(step, structured_llm)
-            for chunk in self._streamed(step, gen):
+            async for chunk in _astream_structured(self, step, structured_llm):
                 yield chunk
             return
         llm = self._start(step, streaming=True)
@@ -368,3 +376,66 @@ class LlamaIndexHandler(RetrievalSteps):
                     parts.append(delta)
                     yield GenerationChunk(text=delta)
         yield self._stream_end(step, llm, acc, parts)
+
+
+def _structured_end(
+    handler: LlamaIndexHandler,
+    step: Generate,
+    llm: FunctionCallingLLM,
+    last: Any,
+    acc: StreamUsage,
+) -> GenerationChunk:
+    """The closing piece of a streamed tool call: the object read from the last response
+    (which holds the whole call), usage and finish reason over the stream."""
+    assert step.structured is not None
+    if last is None:
+        gen = Generation(text="", structured_error="the model's stream had no response")
+    else:
+        gen = handler._structured_generation(llm, step.structured, last)
+    gen = replace(
+        gen,
+        usage=acc.usage() or gen.usage,
+        model=acc.model or gen.model or configured_model_name(llm),
+        finish_reason=acc.finish_reason(),
+    )
+    return GenerationChunk.of(handler._end(step, gen))
+
+
+def _stream_structured(
+    handler: LlamaIndexHandler, step: Generate, llm: FunctionCallingLLM
+) -> Iterator[GenerationChunk]:
+    """A structured call streamed (``stream_chat_with_tools``): the tool call's argument text
+    piece by piece (``structured_delta``), then the object."""
+    assert step.structured is not None
+    handler._start(step, streaming=True)
+    tools, kwargs = handler._tool_request(llm, step.structured)
+    acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
+    with handler._classified(step):
+        responses = llm.stream_chat_with_tools(tools, **kwargs)
+        try:
+            for response in responses:
+                acc.add(response)
+                last = response
+                if delta := deltas.delta(response):
+                    yield GenerationChunk(structured_delta=delta)
+        finally:  # closed early (a cancelled call): close the provider's stream now
+            _close(responses)
+    yield _structured_end(handler, step, llm, last, acc)
+
+
+async def _astream_structured(
+    handler: LlamaIndexHandler, step: Generate, llm: FunctionCallingLLM
+) -> AsyncIterator[GenerationChunk]:
+    """Async :func:`_stream_structured`."""
+    assert step.structured is not None
+    handler._start(step, streaming=True)
+    tools, kwargs = handler._tool_request(llm, step.structured)
+    acc, deltas, last = StreamUsage(), ArgumentDeltas(), None
+    with handler._classified(step):
+        responses = await llm.astream_chat_with_tools(tools, **kwargs)
+        async for response in responses:
+            acc.add(response)
+            last = response
+            if delta := deltas.delta(response):
+                yield GenerationChunk(structured_delta=delta)
+    yield _structured_end(handler, step, llm, last, acc)

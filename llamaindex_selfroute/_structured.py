@@ -20,7 +20,13 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.tools import FunctionTool, ToolMetadata
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-__all__ = ["structured_support", "tool_arguments", "verdict_tool"]
+__all__ = [
+    "ArgumentDeltas",
+    "raw_arguments",
+    "structured_support",
+    "tool_arguments",
+    "verdict_tool",
+]
 
 
 def structured_support(llm: LLM) -> str | None:
@@ -120,3 +126,50 @@ def tool_arguments(
     if not isinstance(args, Mapping):
         return None, f"the {name} tool call's arguments are not a JSON object"
     return dict(args), None
+
+
+def raw_arguments(response: Any) -> str | None:
+    """The first tool call's argument text so far in a streamed response (``None``: none yet,
+    or an integration that hands out parsed arguments only)."""
+    message = getattr(response, "message", None)
+    for block in getattr(message, "blocks", None) or ():
+        if getattr(block, "block_type", None) == "tool_call":
+            kwargs = getattr(block, "tool_kwargs", None)
+            return kwargs if isinstance(kwargs, str) else None
+    calls = (getattr(message, "additional_kwargs", None) or {}).get("tool_calls") or ()
+    for call in calls:
+        function = (
+            call.get("function") if isinstance(call, Mapping) else getattr(call, "function", None)
+        )
+        args = (
+            function.get("arguments")
+            if isinstance(function, Mapping)
+            else getattr(function, "arguments", None)
+        )
+        return args if isinstance(args, str) else None
+    return None
+
+
+class ArgumentDeltas:
+    """The pieces of the verdict tool call's argument text, from ``stream_chat_with_tools``.
+
+    LlamaIndex hands out each streamed response with the tool call's arguments so far; the new
+    piece is what follows the length already seen (no text is compared again: linear in the
+    arguments). Arguments that shrink (an integration that rewrites them) end the pieces: the
+    final response's tool call decides.
+    """
+
+    def __init__(self) -> None:
+        self._seen = 0
+        self._broken = False
+
+    def delta(self, response: Any) -> str:
+        """The argument text ``response`` adds."""
+        args = raw_arguments(response)
+        if self._broken or args is None:
+            return ""
+        if len(args) < self._seen:
+            self._broken = True
+            return ""
+        out, self._seen = args[self._seen :], len(args)
+        return out

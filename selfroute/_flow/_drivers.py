@@ -44,6 +44,7 @@ from selfroute._flow._tracing import start_trace
 from selfroute._prompts import DEFAULT_SENTINEL
 from selfroute._result import Reason, Route, RouteResult, Stage
 from selfroute._streaming import SentinelSniffer
+from selfroute._structured_stream import StreamStatus, VerdictStream
 from selfroute._usage import Usage
 
 __all__ = [
@@ -100,6 +101,7 @@ class _StreamState:
 
     def __init__(self) -> None:
         self.sniffer: SentinelSniffer | None = None
+        self.preview: VerdictStream | None = None
         self.holding = False
         self.emitted_rag = False
         self.lc_held = False
@@ -111,14 +113,9 @@ class _StreamState:
         self.obj: GenerationChunk | None = None
         self.finish_reason: str | None = None
         self.holding = step.hold
+        self.preview = None
         if step.stage is Stage.RAG and not step.hold:
-            self.sniffer = SentinelSniffer(
-                sentinel=step.sentinel or DEFAULT_SENTINEL,
-                strict=step.strict,
-                hold_chars=step.hold_chars,
-                question=step.question,
-                detector=step.detector,
-            )
+            self.sniffer = _sniffer(step)
         else:
             self.sniffer = None
         if step.stage is Stage.LONG_CONTEXT:
@@ -133,12 +130,19 @@ class _StreamState:
         """The streamed call as one :class:`Generation` (text joined, usage summed, the model
         name and any structured object kept)."""
         obj = self.obj
+        structured = obj.structured if obj is not None else None
+        error = obj.structured_error if obj is not None else None
+        preview = self.preview
+        if structured is not None and preview is not None and preview.live:
+            # the streamed object never closed: what the client's parser made of it (partial
+            # JSON parsers repair a cut-off object) is no verdict
+            structured, error = None, "the streamed object ended before it was complete"
         return Generation(
             text="".join(self.parts),
             usage=self.usage,
             model=self.last.model if self.last is not None else None,
-            structured=obj.structured if obj is not None else None,
-            structured_error=obj.structured_error if obj is not None else None,
+            structured=structured,
+            structured_error=error,
             finish_reason=self.finish_reason,
         )
 
@@ -152,20 +156,41 @@ class _StreamState:
             self.obj = chunk
         if chunk.finish_reason is not None:
             self.finish_reason = chunk.finish_reason
+        if chunk.structured_delta:
+            return self._preview(step, chunk.structured_delta)
         if not chunk.text or self.holding:
             return []
         if step.stage is Stage.RAG:
             assert self.sniffer is not None
-            released = self.sniffer.feed(chunk.text)
-            if not released:
-                return []
-            events: list[FlowEvent] = []
-            if not self.emitted_rag:
-                self.emitted_rag = True
-                events.append(RouteEvent(Route.RAG, Reason.ANSWERED))
-            events.append(TokenEvent(released, Stage.RAG))
-            return events
+            return self._release(self.sniffer.feed(chunk.text))
         return [TokenEvent(chunk.text, Stage.LONG_CONTEXT)]
+
+    def _release(self, released: str) -> list[FlowEvent]:
+        """Events showing ``released`` RAG text (the route first, the first time)."""
+        if not released:
+            return []
+        events: list[FlowEvent] = []
+        if not self.emitted_rag:
+            self.emitted_rag = True
+            events.append(RouteEvent(Route.RAG, Reason.ANSWERED))
+        events.append(TokenEvent(released, Stage.RAG))
+        return events
+
+    def _preview(self, step: Generate, delta: str) -> list[FlowEvent]:
+        """Read a piece of a streamed structured verdict: once ``answerable`` is true, its
+        ``answer`` text goes through the sniffer as plain RAG text does (a decline written into
+        the answer is held back too); a false or unreadable verdict shows nothing (the whole
+        object decides). Grounded answers are held until their quotes are checked."""
+        if step.stage is not Stage.RAG or step.structured is None:
+            return []
+        if self.preview is None:
+            self.preview = VerdictStream()
+            self.sniffer = _sniffer(step)
+        text = self.preview.feed(delta)
+        if not text or step.grounded or self.preview.status is not StreamStatus.ANSWERING:
+            return []
+        assert self.sniffer is not None
+        return self._release(self.sniffer.feed(text))
 
     def before_step(self, step: Step) -> list[FlowEvent]:
         """Called with each step after the first RAG generation: announce the LC route, or take
@@ -200,6 +225,16 @@ class _StreamState:
             events.append(TokenEvent(answer, Stage.LONG_CONTEXT))
         events.append(ResultEvent(result))
         return events
+
+
+def _sniffer(step: Generate) -> SentinelSniffer:
+    return SentinelSniffer(
+        sentinel=step.sentinel or DEFAULT_SENTINEL,
+        strict=step.strict,
+        hold_chars=step.hold_chars,
+        question=step.question,
+        detector=step.detector,
+    )
 
 
 def _timed(gen: Any, t0: float) -> Any:

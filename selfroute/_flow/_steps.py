@@ -204,8 +204,17 @@ class GenerationChunk:
     """A piece of a streamed model call; usage, model and finish reason usually arrive on the
     last piece (the drivers keep the last finish reason set).
 
-    A structured RAG step (not streamed by the model) arrives as one piece whose ``structured`` /
+    A structured RAG step ends with one piece whose ``text`` / ``structured`` /
     ``structured_error`` carry what :class:`Generation` would (the drivers keep the last set).
+    A handler whose model streams the object sends the pieces of its JSON text before that, as
+    ``structured_delta`` (the JSON-schema response's content, or a tool call's argument deltas):
+    the drivers read them as they come, decide once ``answerable`` has arrived and stream the
+    ``answer`` text (held back, as plain text is, while it could still be a decline); the last
+    piece's object still decides the route.
+
+    Attributes:
+        structured_delta: The next piece of a streamed structured object's JSON text (not part
+            of ``text``).
     """
 
     text: str = ""
@@ -214,6 +223,7 @@ class GenerationChunk:
     structured: Mapping[str, Any] | None = None
     structured_error: str | None = None
     finish_reason: str | None = None
+    structured_delta: str = ""
 
     @classmethod
     def of(cls, gen: Generation) -> GenerationChunk:

@@ -75,6 +75,14 @@ class Reply:
             prefix cache computed (0 when the cache is off). An explicit value always wins.
         finish_reason: OpenAI-style finish reason (``"stop"``, ``"length"``...).
         drip_s: Pause between the bytes of a ``kind="drip"`` reply.
+        piece_chars: Stream the text in pieces of this many characters instead of a word at a
+            time (JSON token by token: a piece may end inside an escape or a ``\\u`` sequence).
+        pause_at: Streamed: before sending stream event number ``pause_at`` (0-based, every
+            event of the stream counted) the server sets its ``paused`` event and waits for
+            its ``resume`` event (at most ``pause_max_s``), so a test can see what the client
+            has shown while the rest of the reply is not yet sent (``paused`` is cleared when
+            the server goes on).
+        pause_max_s: The longest a paused stream waits for ``resume``.
     """
 
     text: str = ""
@@ -87,6 +95,9 @@ class Reply:
     cached_tokens: int | None = None
     finish_reason: str = "stop"
     drip_s: float = 1.0
+    piece_chars: int | None = None
+    pause_at: int | None = None
+    pause_max_s: float = 5.0
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -351,6 +362,8 @@ class LoopbackServer:
         self._generation = 0  # bumped by reset(), so a late answer cannot touch newer records
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self.paused = threading.Event()
+        self.resume = threading.Event()
         self._connections: set[socket.socket] = set()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -421,6 +434,8 @@ class LoopbackServer:
             self.prefix_cache_hits.clear()
             self._cached_prompts.clear()
             self._generation += 1
+        self.paused.clear()
+        self.resume.clear()
 
     # -- simulated prefix cache ----------------------------------------------------------------
     def enable_prefix_cache(self, enabled: bool = True) -> None:
@@ -584,6 +599,10 @@ class LoopbackServer:
                 if i and not self.sleep(self.token_delay_s):
                     handler.close_connection = True
                     return
+                if i == reply.pause_at:
+                    self.paused.set()
+                    self.resume.wait(reply.pause_max_s)
+                    self.paused.clear()
                 handler.write_chunk(event)
             handler.end_chunked()
         except (BrokenPipeError, ConnectionResetError, OSError):
@@ -649,8 +668,12 @@ def sse(payload: Any) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
-def iter_pieces(text: str) -> Iterator[str]:
-    """Stream pieces of ``text``; an empty text yields nothing."""
+def iter_pieces(text: str, piece_chars: int | None = None) -> Iterator[str]:
+    """Stream pieces of ``text`` (a word each, or ``piece_chars`` characters each); an empty
+    text yields nothing."""
+    if piece_chars:
+        yield from (text[i : i + piece_chars] for i in range(0, len(text), piece_chars))
+        return
     yield from split_tokens(text)
 
 

@@ -134,7 +134,7 @@ class ScriptedGeminiServer(LoopbackServer):
 
     def stream_events(self, done: Completion) -> Iterable[bytes]:
         response_id = uuid.uuid4().hex[:22]
-        pieces = list(iter_pieces(done.text)) or [""]
+        pieces = list(iter_pieces(done.text, done.reply.piece_chars)) or [""]
         for i, piece in enumerate(pieces):
             final = i == len(pieces) - 1
             yield sse(self._chunk(done, piece, final=final, response_id=response_id))

@@ -173,12 +173,12 @@ class ScriptedOpenAIServer(LoopbackServer):
                 "function": {"name": tools[0]["function"]["name"], "arguments": ""},
             }
             yield chunk({"role": "assistant", "content": None, "tool_calls": [call]})
-            for piece in iter_pieces(done.text[len(TOOL_CALL) :]):
+            for piece in iter_pieces(done.text[len(TOOL_CALL) :], done.reply.piece_chars):
                 yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
             yield chunk({}, "tool_calls")
         else:
             yield chunk({"role": "assistant", "content": "", "refusal": None})
-            for piece in iter_pieces("" if kind == "null" else done.text):
+            for piece in iter_pieces("" if kind == "null" else done.text, done.reply.piece_chars):
                 yield chunk({"content": piece})
             if kind == "cut":  # the connection ends cleanly, mid-answer: no finish, no [DONE]
                 return

@@ -9,6 +9,7 @@ and records every call (sync or async) so tests can assert which code path ran.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -301,6 +302,59 @@ class VerdictChatModel(ScriptedChatModel):
             message = self._tool_reply("async", messages, kwargs)
             return ChatResult(generations=[ChatGeneration(message=message)])
         return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+    def _tool_chunks(self, message: AIMessage) -> list[AIMessageChunk]:
+        """A tool reply streamed: its content, then the call's argument text in pieces
+        (``tool_call_chunks``, as provider integrations stream them), usage last."""
+        out = [AIMessageChunk(content=message.content)] if message.content else []
+        for call in message.tool_calls:
+            args = json.dumps(call["args"])
+            for i, piece in enumerate(pieces(args, self.piece_chars)):
+                first = i == 0
+                chunk = {
+                    "name": call["name"] if first else None,
+                    "args": piece,
+                    "id": call["id"] if first else None,
+                    "index": 0,
+                }
+                out.append(AIMessageChunk(content="", tool_call_chunks=[chunk]))
+        out.append(
+            AIMessageChunk(
+                content="",
+                usage_metadata=message.usage_metadata,
+                response_metadata=message.response_metadata,
+                chunk_position="last",
+            )
+        )
+        return out
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        if not kwargs.get("tools"):
+            yield from super()._stream(messages, stop, run_manager, **kwargs)
+            return
+        for chunk in self._tool_chunks(self._tool_reply("sync_stream", messages, kwargs)):
+            yield ChatGenerationChunk(message=chunk)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        if not kwargs.get("tools"):
+            async for gen in super()._astream(messages, stop, run_manager, **kwargs):
+                yield gen
+            return
+        for chunk in self._tool_chunks(self._tool_reply("async_stream", messages, kwargs)):
+            await asyncio.sleep(self.delay_s)
+            yield ChatGenerationChunk(message=chunk)
 
 
 class KRetriever(BaseRetriever):

@@ -240,8 +240,9 @@ def test_structured_stream(script: dict[str, Any], route_taken: Route) -> None:
     assert total.text == out.answer == ("Thirty-one years." if script is YES else "In 1901.")
     assert out.steps[0].usage.input_tokens == 120 and out.steps[0].model == RAG_MODEL
     assert out.steps[0].structured  # the object survives streaming, as with invoke
-    # one non-streaming structured call, then (for LC) a streamed long-context call
-    assert [c[0] for c in model.calls] == (["sync"] if script is YES else ["sync", "sync_stream"])
+    # the structured call streams too, then (for LC) a streamed long-context call
+    expected = ["sync_stream"] if script is YES else ["sync_stream", "sync_stream"]
+    assert [c[0] for c in model.calls] == expected
 
 
 @pytest.mark.parametrize(("script", "route_taken"), [(YES, Route.RAG), (NO, Route.LONG_CONTEXT)])
@@ -250,7 +251,7 @@ async def test_structured_astream(script: dict[str, Any], route_taken: Route) ->
     total = await astreamed(route, LAMP)
     assert total.output.route is route_taken and total.text == total.output.answer
     assert total.output.steps[0].structured
-    assert model.structured_calls[0][0] == "async"
+    assert model.structured_calls[0][0] == "async_stream"
 
 
 def test_structured_call_is_the_tagged_rag_child_run() -> None:

@@ -311,6 +311,59 @@ class ScriptedToolLLM(ScriptedLLM, FunctionCallingLLM):
             additional_kwargs=self._kwargs(),
         )
 
+    def _tool_chunks(self, response: ChatResponse) -> list[ChatResponse]:
+        """A tool-call response streamed: the call's arguments growing a word at a time (as the
+        OpenAI integration hands them out); a text response streamed as text."""
+        calls = [b for b in response.message.blocks if isinstance(b, ToolCallBlock)]
+        if not calls:
+            return self._chat_chunks(str(response.message.content or ""))
+        call = calls[0]
+        args = call.tool_kwargs
+        text = args if isinstance(args, str) else json.dumps(args)
+        pieces, out, so_far = _pieces(text), [], ""
+        for i, piece in enumerate(pieces):
+            so_far += piece
+            final = i == len(pieces) - 1
+            block = ToolCallBlock(
+                tool_call_id=call.tool_call_id, tool_name=call.tool_name, tool_kwargs=so_far
+            )
+            out.append(
+                ChatResponse(
+                    message=ChatMessage(role=MessageRole.ASSISTANT, blocks=[block]),
+                    delta="",
+                    raw=self._raw(final),
+                    additional_kwargs=self._kwargs(final),
+                )
+            )
+        return out
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        if "tools" not in kwargs:
+            return super().stream_chat(messages, **kwargs)
+        chunks = self._tool_chunks(self._tool_response("stream_chat_with_tools", messages, kwargs))
+
+        def gen() -> Generator[ChatResponse, None, None]:
+            yield from chunks
+
+        return gen()
+
+    @llm_chat_callback()
+    async def astream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseAsyncGen:
+        if "tools" not in kwargs:
+            return await super().astream_chat(messages, **kwargs)
+        response = self._tool_response("astream_chat_with_tools", messages, kwargs)
+        chunks = self._tool_chunks(response)
+
+        async def gen() -> AsyncGenerator[ChatResponse, None]:
+            for chunk in chunks:
+                await self._pause()
+                yield chunk
+
+        return gen()
+
     @llm_chat_callback()
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         if "tools" in kwargs:

@@ -82,7 +82,9 @@ def _tool_llm(tool_reply: Any, reply: str = "unanswerable", **kw: Any) -> Script
 
 
 def _tool_method(mode: str) -> str:
-    return "achat_with_tools" if mode.startswith("a") else "chat_with_tools"
+    """The tool-calling method a mode uses (streamed engines stream the tool call)."""
+    streamed = "stream_" if mode.endswith("stream") else ""
+    return ("a" if mode.startswith("a") else "") + streamed + "chat_with_tools"
 
 
 # -- structured verdicts ---------------------------------------------------------------------

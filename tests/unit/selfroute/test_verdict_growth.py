@@ -104,3 +104,21 @@ def _relative(fn: Callable[[str], object], make: Callable[[int], str], scale: in
 def test_the_growth_check_catches_a_quadratic_pattern() -> None:
     quadratic = re.compile(r"(?:the ){0,9999}text")  # O(n^2) on "the the ...": fails after each
     assert _relative(quadratic.search, lambda n: ("the " * n)[:n], scale=10) >= MAX_RELATIVE
+
+
+def _stream_verdict(text: str) -> None:
+    from selfroute._structured_stream import VerdictStream
+
+    stream = VerdictStream()
+    for i in range(0, len(text), 3):  # token-sized pieces: per-piece cost must not grow
+        stream.feed(text[i : i + 3])
+
+
+@pytest.mark.parametrize(
+    "body", ["word ", "caf\\u00e9 \\ud83d\\ude00 \\n"], ids=["plain", "escapes"]
+)
+def test_streamed_structured_verdict_is_linear(body: str) -> None:
+    def obj(n: int) -> str:
+        return '{"answerable": true, "answer": "' + body * (n // len(body)) + '"}'
+
+    assert _ratio(_stream_verdict, obj, SMALL // 10, SMALL) < MAX_RATIO
