@@ -20,6 +20,7 @@ reported beside it.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -82,6 +83,11 @@ def first_and_last(
     return first, last
 
 
+def _response_gen(engine: Any, question: str) -> Iterable[Any]:
+    """A streaming LlamaIndex engine's text pieces for ``question``."""
+    return engine.query(question).response_gen  # type: ignore[no-any-return]
+
+
 def _structured_rows(ctx: BenchContext, text: str, questions: Sequence[str]) -> list[Any]:
     """TTFT of streamed structured verdicts against the plain chain, per server profile."""
     from benchmarks.bench_overhead import build_langchain, build_llamaindex
@@ -96,7 +102,9 @@ def _structured_rows(ctx: BenchContext, text: str, questions: Sequence[str]) -> 
             base_li, engine = build_llamaindex(
                 text, llm=llamaindex_openai(srv), streaming=True, verdict="structured"
             )
-            pairs = (
+            pairs: tuple[
+                tuple[str, Callable[[str], Iterable[Any]], Callable[[str], Iterable[Any]]], ...
+            ] = (
                 (
                     'LangChain SelfRoute.stream, verdict="structured" (JSON-schema response '
                     "format) vs LCEL chain.stream",
@@ -106,15 +114,15 @@ def _structured_rows(ctx: BenchContext, text: str, questions: Sequence[str]) -> 
                 (
                     'LlamaIndex SelfRouteQueryEngine, verdict="structured" (tool call) vs '
                     "RetrieverQueryEngine (streaming)",
-                    lambda q, e=base_li: e.query(q).response_gen,
-                    lambda q, e=engine: e.query(q).response_gen,
+                    functools.partial(_response_gen, base_li),
+                    functools.partial(_response_gen, engine),
                 ),
             )
             for name, base, ours in pairs:
-                first_and_last(lambda b=base: b(questions[0]), _lc_text)  # warm up
-                first_and_last(lambda o=ours: o(questions[0]), _lc_text)
-                b = [ttft(lambda b=base, q=q: b(q), _lc_text) for q in questions]
-                o = [first_and_last(lambda o=ours, q=q: o(q), _lc_text) for q in questions]
+                first_and_last(functools.partial(base, questions[0]), _lc_text)  # warm up
+                first_and_last(functools.partial(ours, questions[0]), _lc_text)
+                b = [ttft(functools.partial(base, q), _lc_text) for q in questions]
+                o = [first_and_last(functools.partial(ours, q), _lc_text) for q in questions]
                 b50 = percentile(b, 50)
                 o50 = percentile([f for f, _ in o], 50)
                 whole50 = percentile([w for _, w in o], 50)

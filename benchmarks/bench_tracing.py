@@ -61,18 +61,19 @@ def _handler() -> Any:
 
 def _caller(tracing: Any) -> Callable[[], Any]:
     import selfroute as sr
+    import selfroute.flow as srflow
 
     config = sr.RouteConfig(token_counter=_Words(), tracing=tracing)
     handler = _handler()
-    return lambda: sr.run_flow(sr.self_route_flow(QUESTION, config), handler)
+    return lambda: srflow.run_flow(srflow.self_route_flow(QUESTION, config), handler)
 
 
 def hook_replay(steps: list[Any], result: Any) -> Callable[[], None]:
     """One call's trace calls with tracing off, as the drivers make them."""
-    import selfroute as sr
+    import selfroute.flow as srflow
     from selfroute._flow._tracing import start_trace
 
-    flow = sr.self_route_flow(QUESTION)
+    flow = srflow.self_route_flow(QUESTION)
 
     def replay() -> None:
         trace = start_trace(flow)
@@ -90,14 +91,15 @@ def hook_replay(steps: list[Any], result: Any) -> Callable[[], None]:
 def _steps_of_one_call() -> tuple[list[Any], Any]:
     """The steps one off call yields (what the hooks are called with) and its result."""
     import selfroute as sr
+    import selfroute.flow as srflow
 
     config = sr.RouteConfig(token_counter=_Words())
     handler = _handler()
-    flow = sr.self_route_flow(QUESTION, config)
+    flow = srflow.self_route_flow(QUESTION, config)
     steps: list[Any] = []
     result = None
-    for event in sr.drive(_Recording(flow, steps), handler):
-        if isinstance(event, sr.ResultEvent):
+    for event in srflow.drive(_Recording(flow, steps), handler):  # type: ignore[arg-type]
+        if isinstance(event, srflow.ResultEvent):
             result = event.result
     return steps, result
 
