@@ -145,9 +145,11 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     def stream(  # type: ignore[override]
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[SelfRouteChunk]:
-        """Stream the answer as :class:`SelfRouteChunk` mappings: the route first, then
-        ``{"answer": delta}`` chunks, then the other keys. RAG-step text is held back until it
-        can no longer be the start of a decline. The chunks add up to :meth:`invoke`'s output."""
+        """Stream the answer as :class:`SelfRouteChunk` mappings: ``{"answer": delta}`` chunks
+        (each knowing the route), then the other keys. Nothing is sent before there is answer
+        text or the result, so ``with_fallbacks`` falls back on a failure of either step. RAG-step
+        text is held back until it can no longer be the start of a decline. The chunks add up to
+        :meth:`invoke`'s output."""
         yield from self.transform(iter([input]), config, **kwargs)
 
     async def atransform(  # type: ignore[override]

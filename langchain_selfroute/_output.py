@@ -543,12 +543,15 @@ class SelfRouteChunk(_Fields):
     chunks of a stream gives a mapping equal to what ``invoke`` returns, so
     ``itemgetter("answer")`` on a chunk is the text delta and on the sum the answer.
 
-    Beyond the mapping, a chunk says how the call is going: the first chunk of a stream
-    announces the route (:attr:`route`, empty text); :attr:`stage` names the stage that wrote
-    the text. A chunk with ``retracted=True`` means the text streamed before it is withdrawn
-    (rare: a refusal whose opening looked like an answer; the long-context answer follows), its
-    own text replacing it (when the final answer differs from the text shown, e.g. quotes
-    cleaned off, it comes again whole). Adding chunks does this for you.
+    Beyond the mapping, a chunk says how the call is going: :attr:`route` is the route taken so
+    far (the first chunk already carries it) and :attr:`stage` names the stage that wrote the
+    text. No chunk is sent before there is answer text or the result (a route-only chunk would
+    start the stream before the long-context call has run, and ``with_fallbacks`` could no
+    longer fall back when it fails). A chunk with ``retracted=True`` means the text streamed
+    before it is withdrawn (rare: a refusal whose opening looked like an answer; the
+    long-context answer follows), its own text replacing it (when the final answer differs from
+    the text shown, e.g. quotes cleaned off, it comes again whole). Adding chunks does this for
+    you.
 
     Attributes:
         stage: The stage that wrote ``text``.
