@@ -248,6 +248,7 @@ class _Fields(dict[str, Any]):
     """Typed attribute access to the output keys of a mapping (missing keys read as unset)."""
 
     _result: RouteResult | None = None
+    _long_context_documents: list[Document] | None = None
 
     @property
     def question(self) -> str:
@@ -390,6 +391,22 @@ class _Fields(dict[str, Any]):
         return value
 
     @property
+    def long_context_documents(self) -> list[Document] | None:
+        """The documents of the long context (the fixed or per-call ones, or the parents of the
+        retrieved chunks) when this call loaded them; ``None`` otherwise, and after a JSON or
+        checkpoint trip (they are not part of the mapping)."""
+        return self._long_context_documents
+
+    @property
+    def documents_used(self) -> list[Document]:
+        """The documents the answer was written from: the retrieved chunks shown to the RAG step
+        when it answered, else the long-context documents (the chunks when those are unknown).
+        ``create_retrieval_chain``'s ``context``."""
+        if self.get("route") == Route.LONG_CONTEXT and self._long_context_documents is not None:
+            return list(self._long_context_documents)
+        return self.sources
+
+    @property
     def answered_from_chunks(self) -> bool:
         """True when the RAG step answered from the retrieved chunks."""
         return self.get("route") == Route.RAG and self.get("reason") == Reason.ANSWERED
@@ -491,14 +508,20 @@ class SelfRouteOutput(_Fields):
 
     @classmethod
     def from_result(
-        cls, result: RouteResult, passthrough: Mapping[str, Any] | None = None
+        cls,
+        result: RouteResult,
+        passthrough: Mapping[str, Any] | None = None,
+        long_context_documents: Iterable[Document] | None = None,
     ) -> SelfRouteOutput:
-        """Wrap a core result (``passthrough``: input keys to carry over)."""
+        """Wrap a core result (``passthrough``: input keys to carry over;
+        ``long_context_documents``: the long context's documents, if it was loaded)."""
         out = cls()
         if passthrough:
             dict.update(out, passthrough)
         dict.update(out, _fields(result))
         out._result = result
+        if long_context_documents is not None:
+            out._long_context_documents = list(long_context_documents)
         return out
 
     @property

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from langchain_core.documents import Document
 
 from langchain_selfroute._output import SelfRouteChunk, SelfRouteOutput
 from selfroute import FlowEvent, Reason, ResultEvent, Route, RouteEvent, TokenEvent
@@ -19,8 +22,13 @@ class EventChunker:
     ``with_fallbacks`` (which switches only before the first chunk) can still fall back.
     """
 
-    def __init__(self, passthrough: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        passthrough: dict[str, Any],
+        documents: Callable[[], list[Document] | None] = lambda: None,
+    ) -> None:
         self.passthrough = passthrough
+        self.documents = documents  # the long context's documents, once loaded
         self.route: Route | None = None
         self.reason: Reason | None = None
         self.shown = ""
@@ -51,7 +59,7 @@ class EventChunker:
             return [chunk]
         assert isinstance(event, ResultEvent)
         result = event.result
-        output = SelfRouteOutput.from_result(result, self.passthrough)
+        output = SelfRouteOutput.from_result(result, self.passthrough, self.documents())
         answer = result.answer or ""
         out: list[SelfRouteChunk] = []
         if answer.startswith(self.shown):
