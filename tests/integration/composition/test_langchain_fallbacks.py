@@ -263,3 +263,34 @@ def test_primary_route_reported_when_it_answers(chain: Runnable[Any, Any]) -> No
     """The RAG-routed question never touches the long-context provider: no fallback."""
     out = chain.invoke(RAG_Q)
     assert out.route is Route.RAG and out.answer == ANSWERS[RAG_Q]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"rag_down": True}, {"speculate_below": 1e9}, {"stream_hold_chars": 80}],
+    ids=["both_providers_down", "speculating", "holding_rag_text"],
+)
+def test_stream_falls_back_off_the_happy_path(
+    server: ScriptedOpenAIServer, down: ScriptedOpenAIServer, settings: dict[str, Any]
+) -> None:
+    """The RAG provider down too (the failed RAG call escalates, then the long-context one
+    fails), a speculative long-context call, RAG text held for its first sentence: the stream
+    still has sent nothing when the primary fails, so the fallback answers."""
+    rag_down = settings.pop("rag_down", False)
+    primary = SelfRoute(
+        llm=_llm(down if rag_down else server),
+        long_context_llm=_llm(down, model="gpt-4.1"),
+        document=manual_documents()[0],
+        k=2,
+        **settings,
+    )
+    chain = primary.with_fallbacks([_backup(server)])
+    question = RAG_Q if rag_down else DECLINE_Q
+    streamed: list[Any] = list(chain.stream(question))
+    assert _join(streamed).answer == ANSWERS[question] and streamed[0].text
+
+    async def astream() -> list[Any]:
+        return [c async for c in chain.astream(question)]
+
+    achunks = asyncio.run(astream())
+    assert _join(achunks).answer == ANSWERS[question] and achunks[0].text
