@@ -59,13 +59,15 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> SelfRouteOutput:
         flow, handler, passthrough = self._start(value, config, run_manager)
-        return SelfRouteOutput.from_result(run_flow(flow, handler), passthrough)
+        result = run_flow(flow, handler)
+        return SelfRouteOutput.from_result(result, passthrough, handler.long_context_documents)
 
     async def _ainvoke(
         self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> SelfRouteOutput:
         flow, handler, passthrough = self._start(value, config, run_manager)
-        return SelfRouteOutput.from_result(await arun_flow(flow, handler), passthrough)
+        result = await arun_flow(flow, handler)
+        return SelfRouteOutput.from_result(result, passthrough, handler.long_context_documents)
 
     def invoke(
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
@@ -114,7 +116,7 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         config: RunnableConfig,
     ) -> Iterator[SelfRouteChunk]:
         flow, handler, passthrough = self._start(join_inputs(inputs), config, run_manager)
-        chunker = EventChunker(passthrough)
+        chunker = EventChunker(passthrough, lambda: handler.long_context_documents)
         for event in drive(flow, handler, stream=True):
             yield from chunker.chunks(event)
 
@@ -126,7 +128,7 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     ) -> AsyncIterator[SelfRouteChunk]:
         value = join_inputs([c async for c in inputs])
         flow, handler, passthrough = self._start(value, config, run_manager)
-        chunker = EventChunker(passthrough)
+        chunker = EventChunker(passthrough, lambda: handler.long_context_documents)
         async for event in adrive(flow, handler, stream=True):
             for chunk in chunker.chunks(event):
                 yield chunk
@@ -146,9 +148,11 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
     def stream(  # type: ignore[override]
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[SelfRouteChunk]:
-        """Stream the answer as :class:`SelfRouteChunk` mappings: the route first, then
-        ``{"answer": delta}`` chunks, then the other keys. RAG-step text is held back until it
-        can no longer be the start of a decline. The chunks add up to :meth:`invoke`'s output."""
+        """Stream the answer as :class:`SelfRouteChunk` mappings: ``{"answer": delta}`` chunks
+        (each knowing the route), then the other keys. Nothing is sent before there is answer
+        text or the result, so ``with_fallbacks`` falls back on a failure of either step. RAG-step
+        text is held back until it can no longer be the start of a decline. The chunks add up to
+        :meth:`invoke`'s output."""
         yield from self.transform(iter([input]), config, **kwargs)
 
     async def atransform(  # type: ignore[override]
@@ -185,6 +189,22 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         the mapping form (``route.stream``) to see retractions.
         """
         return self.pick("answer").with_config(run_name="SelfRouteAnswer")
+
+    def as_retrieval_chain(self) -> Runnable[Any, dict[str, Any]]:
+        """This route in ``create_retrieval_chain``'s shape, to swap one for the other.
+
+        Takes ``{"input": question, "chat_history": [...], ...}`` and returns a dict with every
+        input key passed through, ``context`` (the documents the answer was written from: the
+        retrieved chunks when the RAG step answered, else the long-context documents) and
+        ``answer`` (a string); ``selfroute`` holds the whole :class:`SelfRouteOutput`. It
+        streams like ``create_retrieval_chain``: addable dicts, ``{"answer": delta}`` chunks
+        then one with the other keys (nothing before answer text, so ``with_fallbacks`` works).
+        As with :meth:`answer_only`, a joined stream cannot withdraw text in the rare case of
+        a retraction.
+        """
+        from langchain_selfroute._retrieval_chain import retrieval_chain_form
+
+        return self | retrieval_chain_form()
 
     def as_tool(
         self,

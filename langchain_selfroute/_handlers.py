@@ -532,6 +532,10 @@ class LangChainHandler:
         names: Configured model names per stage (used when the provider reports none).
         pass_k: Pass ``k`` to retrievers that take it per call (``False`` keeps the
             retriever's own ``search_kwargs["k"]``).
+
+    Attributes:
+        long_context_documents: The LangChain documents of the long context once loaded (the
+            fixed or per-call ones, or the parents of the retrieved chunks), else ``None``.
     """
 
     def __init__(
@@ -555,6 +559,7 @@ class LangChainHandler:
         self.id_key = id_key
         self.names = names or {}
         self.pass_k = pass_k
+        self.long_context_documents: list[Document] | None = None
 
     # helpers ------------------------------------------------------------------------------------
     def _child(self, tag: str, run_name: str | None = None) -> RunnableConfig:
@@ -658,11 +663,13 @@ class LangChainHandler:
                 )
             docs.append(parent)
         docs.sort(key=lambda d: wanted.get(_doc_id(d, self.id_key) or "", len(wanted)))
+        self.long_context_documents = docs
         return [_context(d, self.id_key) for d in docs]
 
     def _fixed(self) -> list[ContextDocument] | None:
         if self.plan.documents is None:
             return None
+        self.long_context_documents = list(self.plan.documents)
         return [_context(d, self.id_key) for d in self.plan.documents]
 
     def _sync_loader_check(self) -> None:

@@ -3,7 +3,9 @@
 Both follow LangChain's convention for chains with structured output (``create_retrieval_chain``):
 the output is a ``dict`` (so ``itemgetter``, ``pick``, ``RunnablePassthrough.assign``, LangGraph
 state and checkpointers take it as it is), with typed attribute access on top
-(``out.answer``, ``out.route.value``, ``out.token_ratio``). Stream chunks are dicts of the same
+(``out.answer``, ``out.route.value``, ``out.token_ratio``). The mapping's values are plain
+(strings, numbers, lists, dicts) or LangChain ``Document``/message objects, so a LangGraph
+checkpointer restores them under ``LANGGRAPH_STRICT_MSGPACK`` with no allowlist. Stream chunks are dicts of the same
 keys that add up with ``+``: ``functools.reduce(operator.add, route.stream(x)) == route.invoke(x)``.
 """
 
@@ -71,9 +73,10 @@ OUTPUT_KEYS = (
 )
 _OUTPUT_KEYS = frozenset(OUTPUT_KEYS)
 
-#: The selfroute types inside an output, for a LangGraph checkpointer's msgpack allowlist:
-#: ``JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)`` restores them typed (and
-#: without "unregistered type" warnings; with ``LANGGRAPH_STRICT_MSGPACK`` they are needed).
+#: The selfroute types behind an output's typed attributes. An output's mapping holds none of them
+#: (its values are plain), so a checkpointer needs no allowlist for it; the tuple is for state you
+#: build yourself from ``out.result`` or ``out.steps``:
+#: ``JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)``.
 CHECKPOINT_TYPES: tuple[type, ...] = (Route, Reason, Stage, Abstention, Usage, StepRecord, Citation)
 
 
@@ -90,19 +93,20 @@ def passage_document(passage: Passage) -> Document:
 
 
 def _fields(result: RouteResult) -> dict[str, Any]:
-    """The mapping form of a core result: typed values (enums, ``Usage``, ``StepRecord``,
-    ``Document``), lists rather than tuples so a checkpointed copy compares equal."""
+    """The mapping form of a core result: plain values (enum values as strings, usage, steps and
+    citations as dicts; sources as ``Document``), lists rather than tuples, so a checkpointed
+    copy compares equal and a strict msgpack checkpointer blocks nothing."""
     return {
         "question": result.question,
         "answer": result.answer,
-        "route": result.route,
-        "reason": result.reason,
+        "route": result.route.value,
+        "reason": result.reason.value,
         "rag_answer": result.rag_answer,
         "sources": [passage_document(p) for p in result.sources],
-        "steps": list(result.steps),
-        "usage": result.usage,
+        "steps": [s.to_dict() for s in result.steps],
+        "usage": result.usage.to_dict(),
         "usage_by_stage": {
-            st.value: result.stage_usage(st)
+            st.value: result.stage_usage(st).to_dict()
             for st in Stage
             if any(s.stage is st for s in result.steps)
         },
@@ -115,19 +119,19 @@ def _fields(result: RouteResult) -> dict[str, Any]:
         "latency_s": result.latency_s,
         "error": result.error,
         "abstained": result.abstained,
-        "abstention": result.abstention,
+        "abstention": None if result.abstention is None else result.abstention.value,
         "rag_verdict": result.rag_verdict,
         "long_context_verdict": result.long_context_verdict,
         "disputed": result.disputed,
         "verified": result.verified,
-        "citations": list(result.citations),
+        "citations": [c.to_dict() for c in result.citations],
         "unverified_answer": result.unverified_answer,
         "k_used": result.k_used,
     }
 
 
 # --------------------------------------------------------------------------------------------
-# Rebuilding typed values from plain data (JSON, a strict checkpointer)
+# Typed values from the plain mapping (and plain values from typed ones given to a constructor)
 # --------------------------------------------------------------------------------------------
 def _usage(value: Any) -> Usage:
     return value if isinstance(value, Usage) else Usage.from_dict(value)
@@ -160,26 +164,25 @@ def _optional_enum(kind: type[Abstention], value: Any) -> Abstention | None:
     return None if value is None else kind(value)
 
 
-def _typed(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the output keys' values rebuilt as the types :func:`_fields` gives."""
+def _plain(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the output keys' values in the plain form :func:`_fields` gives (typed
+    values, e.g. from an older checkpoint or a hand-built mapping, are turned plain)."""
     out = dict(data)
-    for key, make in (("route", Route), ("reason", Reason)):
-        if key in out and out[key] is not None:
-            out[key] = make(out[key])
-    if "abstention" in out:
-        out["abstention"] = _optional_enum(Abstention, out["abstention"])
+    for key, make in (("route", Route), ("reason", Reason), ("abstention", Abstention)):
+        if out.get(key) is not None:
+            out[key] = make(out[key]).value
     if "sources" in out:
         out["sources"] = [_document(d) for d in out["sources"] or ()]
     if "steps" in out:
-        out["steps"] = [_step(s) for s in out["steps"] or ()]
-    if "usage" in out:
-        out["usage"] = _usage(out["usage"])
+        out["steps"] = [_step(s).to_dict() for s in out["steps"] or ()]
+    if out.get("usage") is not None:
+        out["usage"] = _usage(out["usage"]).to_dict()
     if "usage_by_stage" in out:
         out["usage_by_stage"] = {
-            str(k): _usage(v) for k, v in (out["usage_by_stage"] or {}).items()
+            str(k): _usage(v).to_dict() for k, v in (out["usage_by_stage"] or {}).items()
         }
     if "citations" in out:
-        out["citations"] = [_citation(c) for c in out["citations"] or ()]
+        out["citations"] = [_citation(c).to_dict() for c in out["citations"] or ()]
     return out
 
 
@@ -245,6 +248,7 @@ class _Fields(dict[str, Any]):
     """Typed attribute access to the output keys of a mapping (missing keys read as unset)."""
 
     _result: RouteResult | None = None
+    _long_context_documents: list[Document] | None = None
 
     @property
     def question(self) -> str:
@@ -333,7 +337,10 @@ class _Fields(dict[str, Any]):
 
     @property
     def steps(self) -> tuple[StepRecord, ...]:
-        """The model calls made, in order, with usage, model name and latency."""
+        """The model calls made, in order, with usage, model name and latency (with the raw
+        model outputs while the core result is at hand; not after a JSON or checkpoint trip)."""
+        if self._result is not None and "steps" in self:
+            return self._result.steps
         return tuple(_step(s) for s in self.get("steps") or ())
 
     @property
@@ -382,6 +389,22 @@ class _Fields(dict[str, Any]):
         """Chunks shown to the last RAG call (a ``k_ladder`` may have grown it)."""
         value: int | None = self.get("k_used")
         return value
+
+    @property
+    def long_context_documents(self) -> list[Document] | None:
+        """The documents of the long context (the fixed or per-call ones, or the parents of the
+        retrieved chunks) when this call loaded them; ``None`` otherwise, and after a JSON or
+        checkpoint trip (they are not part of the mapping)."""
+        return self._long_context_documents
+
+    @property
+    def documents_used(self) -> list[Document]:
+        """The documents the answer was written from: the retrieved chunks shown to the RAG step
+        when it answered, else the long-context documents (the chunks when those are unknown).
+        ``create_retrieval_chain``'s ``context``."""
+        if self.get("route") == Route.LONG_CONTEXT and self._long_context_documents is not None:
+            return list(self._long_context_documents)
+        return self.sources
 
     @property
     def answered_from_chunks(self) -> bool:
@@ -466,32 +489,39 @@ class SelfRouteOutput(_Fields):
     """The result of one Self-Route call: a ``dict`` with typed attribute access.
 
     The keys are those of the core's ``RouteResult.to_dict()`` (``question``, ``answer``,
-    ``route``, ``reason``, ``sources``, ``usage``, ``token_ratio``, ...) with typed values
-    (``Route``/``Reason`` enums, ``Usage``, ``StepRecord``, LangChain ``Document`` sources),
+    ``route``, ``reason``, ``sources``, ``usage``, ``token_ratio``, ...) with plain values
+    (``"rag"``, ``{"input_tokens": ...}``; LangChain ``Document`` sources) and typed attributes
+    (``out.route`` a ``Route``, ``out.usage`` a ``Usage``, ``out.steps`` a tuple of ``StepRecord``),
     plus the input keys SelfRoute did not use, passed through (``chat_history``, LangGraph
     state keys), as ``create_retrieval_chain`` does. So ``out["answer"]``, ``out.get``,
     ``itemgetter("answer")``, ``route.pick("answer")`` and ``RunnablePassthrough.assign`` work,
     and so do ``out.answer``, ``out.route.value`` and ``out.token_ratio``.
 
     A copy restored from JSON (:meth:`model_validate_json`) or a LangGraph checkpoint (a plain
-    dict) compares equal; ``SelfRouteOutput.model_validate(restored)`` gives the typed view back.
+    dict, strict msgpack included) compares equal; ``SelfRouteOutput.model_validate(restored)`` gives the typed view back.
     """
 
     _schema: ClassVar[TypeAdapter[_Schema]] = TypeAdapter(_Schema)
 
     def __init__(self, data: Mapping[str, Any] | Iterable[tuple[str, Any]] = (), /) -> None:
-        super().__init__(_typed(dict(data)))
+        super().__init__(_plain(dict(data)))
 
     @classmethod
     def from_result(
-        cls, result: RouteResult, passthrough: Mapping[str, Any] | None = None
+        cls,
+        result: RouteResult,
+        passthrough: Mapping[str, Any] | None = None,
+        long_context_documents: Iterable[Document] | None = None,
     ) -> SelfRouteOutput:
-        """Wrap a core result (``passthrough``: input keys to carry over)."""
+        """Wrap a core result (``passthrough``: input keys to carry over;
+        ``long_context_documents``: the long context's documents, if it was loaded)."""
         out = cls()
         if passthrough:
             dict.update(out, passthrough)
         dict.update(out, _fields(result))
         out._result = result
+        if long_context_documents is not None:
+            out._long_context_documents = list(long_context_documents)
         return out
 
     @property
@@ -543,12 +573,15 @@ class SelfRouteChunk(_Fields):
     chunks of a stream gives a mapping equal to what ``invoke`` returns, so
     ``itemgetter("answer")`` on a chunk is the text delta and on the sum the answer.
 
-    Beyond the mapping, a chunk says how the call is going: the first chunk of a stream
-    announces the route (:attr:`route`, empty text); :attr:`stage` names the stage that wrote
-    the text. A chunk with ``retracted=True`` means the text streamed before it is withdrawn
-    (rare: a refusal whose opening looked like an answer; the long-context answer follows), its
-    own text replacing it (when the final answer differs from the text shown, e.g. quotes
-    cleaned off, it comes again whole). Adding chunks does this for you.
+    Beyond the mapping, a chunk says how the call is going: :attr:`route` is the route taken so
+    far (the first chunk already carries it) and :attr:`stage` names the stage that wrote the
+    text. No chunk is sent before there is answer text or the result (a route-only chunk would
+    start the stream before the long-context call has run, and ``with_fallbacks`` could no
+    longer fall back when it fails). A chunk with ``retracted=True`` means the text streamed
+    before it is withdrawn (rare: a refusal whose opening looked like an answer; the
+    long-context answer follows), its own text replacing it (when the final answer differs from
+    the text shown, e.g. quotes cleaned off, it comes again whole). Adding chunks does this for
+    you.
 
     Attributes:
         stage: The stage that wrote ``text``.

@@ -47,6 +47,7 @@ from llamaindex_selfroute._response import (
     RESULT_KEY,
     RESULT_OBJECT_KEY,
     SelfRouteResponse,
+    StreamText,
     astream_text,
     get_route_result,
     response_of,
@@ -327,6 +328,9 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
         )
 
     # -- querying ----------------------------------------------------------------------------
+    def _stream_texts(self, metadata: dict[str, Any], question: str) -> StreamText:
+        return StreamText(metadata, self._retraction_text, config=self._config, question=question)
+
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         question = validate_question(query_bundle.query_str)
         handler = self._handler(query_bundle)
@@ -340,7 +344,7 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
                 metadata: dict[str, Any] = {}
                 response = StreamingResponse(
                     response_gen=stream_text(
-                        drive(flow, handler, stream=True), metadata, self._retraction_text
+                        drive(flow, handler, stream=True), self._stream_texts(metadata, question)
                     ),
                     source_nodes=nodes[: self._config.k],
                     metadata=metadata,
@@ -363,7 +367,7 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
                 metadata: dict[str, Any] = {}
                 response = AsyncStreamingResponse(
                     response_gen=astream_text(
-                        adrive(flow, handler, stream=True), metadata, self._retraction_text
+                        adrive(flow, handler, stream=True), self._stream_texts(metadata, question)
                     ),
                     source_nodes=nodes[: self._config.k],
                     metadata=metadata,

@@ -179,9 +179,14 @@ def test_function_agent_with_query_engine_tool(
 def test_agent_tool_never_hands_over_the_bare_sentinel(
     server: ScriptedOpenAIServer, index: VectorStoreIndex
 ) -> None:
-    """A question both steps decline: the tool content is a NOT FOUND note on both tool paths."""
+    """A question both steps decline: LlamaIndex's own tool reads ``str(response)``, the text for
+    people ("Not found in the documents."); the SelfRoute tool gives the agent a NOT FOUND note
+    with the instruction not to guess. Neither hands over the decline word."""
     engine = _engine(server, index)
-    for tool in (QueryEngineTool.from_defaults(engine), engine.as_tool()):
-        output = tool.call(input=UNKNOWN_Q)
+    generic = QueryEngineTool.from_defaults(engine).call(input=UNKNOWN_Q)
+    own = engine.as_tool().call(input=UNKNOWN_Q)
+    for output in (generic, own):
         assert get_route_result(output.raw_output).abstained
-        assert output.content.startswith("NOT FOUND: the documents do not contain the answer")
+        assert DECLINED_TEXT not in output.content.lower()
+    assert generic.content == "Not found in the documents."
+    assert own.content.startswith("NOT FOUND: the documents do not contain the answer")

@@ -119,6 +119,8 @@ def test_every_example_runs(
     assert "ann Hold the power button for ten seconds.\n" in out  # assign passes keys through
     assert "What voltage does the Zephyr charger need? [] 48 volts.\n" in out
     assert "long_context ann\nTrue\n" in out  # LangGraph checkpoint round trip
+    # create_retrieval_chain's shape
+    assert "Hold the power button for ten seconds. True []\n" in out
     assert "unanswerable" not in out.split("long_context ann\nTrue\n", 1)[1].split("\n")[0]
     # structured verdicts, grounded answers and abstention
     assert "48 volts. True True\nThe Zephyr charger needs 48 volts.\n" in out

@@ -47,6 +47,8 @@ def responder(body: dict) -> Reply:
         return Reply('"Shenandoah".\nQuote: "Mara Holt sang Shenandoah on the ninety-two steps."')
     if "Summarize" in prompt:
         return Reply('A keeper\'s life.\nQuote: "kept the lamp at Grey Point for thirty-one years"')
+    if "lighthouse door" in prompt:  # neither step finds it
+        return Reply("unanswerable")
     if "Mara Holt" in prompt:  # the long-context step
         return Reply("Mara Holt was born in 1901 in Dunmore.")
     return Reply("I do not know.")
@@ -64,6 +66,7 @@ def test_examples_are_found() -> None:
         "streaming",
         "async",
         "agent",
+        "abstain",
         "prompts",
         "structured",
         "policies",
@@ -117,6 +120,12 @@ def test_docs_examples_run(openai_server, gemini_server, tmp_path, monkeypatch, 
         elif name == "agent":
             assert "tool route: long_context" in out
             assert out.strip().endswith("Mara Holt was born in 1901 in Dunmore.")
+        elif name == "abstain":
+            assert out.splitlines() == [
+                "Not found in the documents.",
+                "unanswerable True",
+                "NOT FOUND: the documents do not contain the answer to this question. Do not guess",
+            ]
         elif name == "prompts":
             lines = out.splitlines()
             assert lines == [
@@ -132,5 +141,10 @@ def test_docs_examples_run(openai_server, gemini_server, tmp_path, monkeypatch, 
             assert openai_server.requests[0]["tool_choice"] == "required"
             assert models == ["gpt-4o-mini", "gpt-4o"]
         elif name == "policies":
-            assert out.splitlines() == ["unanswerable", "True ungrounded", "global_question True"]
+            assert out.splitlines() == [
+                "Not found in the documents: a candidate answer could not be verified against "
+                "their text.",
+                "True ungrounded",
+                "global_question True",
+            ]
             assert models == ["gpt-4o-mini", "gpt-4o", "gpt-4o"]  # the summary skipped RAG

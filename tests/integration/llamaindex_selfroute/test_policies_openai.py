@@ -21,6 +21,7 @@ from llamaindex_selfroute import (
     create_selfroute_tool,
     get_route_result,
 )
+from llamaindex_selfroute._response import NOT_FOUND_MESSAGES
 from tests.conformance.scenarios import DOCUMENT
 from tests.support._loopback import last_user_text
 from tests.support.clients import llamaindex_openai
@@ -91,7 +92,7 @@ def _engine(server, index, *, streaming: bool = False, **settings) -> SelfRouteQ
 async def _ask(
     engine: SelfRouteQueryEngine, question: str, mode: str
 ) -> tuple[sr.RouteResult, str]:
-    # the answer field (str(response) is a "NOT FOUND" note when the engine abstained)
+    # the text people read (the answer, or "Not found in the documents." when it abstained)
     if mode == "query":
         response = engine.query(question)
         return get_route_result(response), str(response.response)
@@ -191,7 +192,9 @@ def test_a_model_that_writes_text_instead_of_calling_the_tool(
 async def test_grounded_long_context_fabrication_abstains(server, index, mode: str) -> None:
     engine = _engine(server, index, streaming=mode.endswith("stream"), grounded=True)
     result, shown = await _ask(engine, SONG, mode)
-    assert shown == "unanswerable" == result.answer  # the invented answer never reaches the user
+    # the invented answer never reaches the user: every style shows the same "not found"
+    assert result.answer == "unanswerable"
+    assert shown == NOT_FOUND_MESSAGES[sr.Abstention.UNGROUNDED]
     data = result.to_dict()
     assert (data["abstained"], data["abstention"], data["verified"]) == (True, "ungrounded", False)
     assert data["unverified_answer"].startswith('"Shenandoah"')

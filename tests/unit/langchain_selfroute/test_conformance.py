@@ -42,9 +42,12 @@ def expected_calls(scenario: Scenario) -> list[str]:
 
 
 def check_stream(chunks: list[SelfRouteChunk], scenario: Scenario) -> sr.RouteResult:
-    """What every stream must satisfy: route first, result last, and the text adds up."""
+    """What every stream must satisfy: nothing before answer text or the result (so
+    ``with_fallbacks`` can still switch), the route known from the first chunk, result last,
+    and the text adds up."""
     assert all(isinstance(c, SelfRouteChunk) for c in chunks)
-    assert chunks[0].route is scenario.route and chunks[0].text == ""
+    assert all(c.text or c.is_final for c in chunks), [c for c in chunks if not c.text]
+    assert chunks[0].route is scenario.route
     final = chunks[-1].output
     assert final is not None and all(c.output is None for c in chunks[:-1])
     result = final.result

@@ -72,7 +72,7 @@ def test_stream_run_ends_with_the_accumulated_chunk() -> None:
     assert [c.name for c in root.child_runs] == ["ListRetriever", TAG_RAG, TAG_LONG_CONTEXT]
     final = root.outputs  # the accumulated chunk is a mapping: the run's outputs are its keys
     assert final is not None
-    assert final["answer"] == "In 1901." and final["route"] is Route.LONG_CONTEXT
+    assert final["answer"] == "In 1901." and final["route"] == Route.LONG_CONTEXT
     assert root.inputs == {"input": "When was Mara Holt born?"}
 
 
