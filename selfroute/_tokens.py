@@ -15,6 +15,7 @@ import binascii
 import gzip
 import hashlib
 import os
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -72,28 +73,85 @@ class HeuristicCounter:
         return text[len(text) - n :] if n else ""
 
 
+#: o200k_base's pre-tokeniser pattern, one alternative per line (tiktoken_ext.openai_public).
+_O200K_PIECES = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+)
+
+#: Where a text can be cut with its token count unchanged (``count(a + b) == count(a) +
+#: count(b)``), for the split pattern below: (1) after a line break, before a character that is
+#: not white space and not ``/``; (2) after ``.``, ``!`` or ``?``, before a space. Proof: tiktoken
+#: never merges across its pre-tokeniser's pieces, and no piece of this pattern holds (1) a line
+#: break followed by anything but white space or ``/`` (letters, digits and contractions never
+#: hold one; punctuation runs may end in ``[\r\n/]*``; the rest is white space), nor (2) a
+#: punctuation mark followed by a space (a punctuation run stops at white space; a leading mark
+#: before letters needs a letter next). So the cut is a piece boundary in ``a + b``; the piece
+#: holding ``a``'s last character ends there too (a greedy punctuation run, or a greedy run of
+#: white space ending in a line break: neither can go on), no piece before it can reach the cut,
+#: and there is no look-behind: ``b`` is split as on its own. ``tests/unit/selfroute/
+#: test_tokens.py`` checks it against whole encodes.
+_SAFE_CUT = re.compile(r"\n(?=[^\s/])|[.!?](?= )")
+#: Split patterns (tiktoken's ``pat_str``) for which :data:`_SAFE_CUT` is proven and tested:
+#: o200k_base's (other encodings are counted whole).
+_CUTTABLE_PATTERNS = frozenset({"|".join(_O200K_PIECES)})
+#: Bodies at least this long are counted by parts (:meth:`TiktokenCounter.count_parts`).
+_SEGMENT_FROM = 16_384
+#: The longest text remembered by identity (kept alive while among the last :data:`_RECENT`).
+_REMEMBER_UP_TO = 4_000_000
+#: How many long texts are remembered by identity.
+_RECENT = 8
+#: How far from its end a body's last safe cut is looked for (then the body is counted whole).
+_TAIL_WINDOW = 65_536
+
+
+def _outer_cuts(body: str) -> tuple[int, int] | None:
+    """The first and last safe cut of ``body`` (``None``: fewer than two, or none near the end)."""
+    first = _SAFE_CUT.search(body)
+    if first is None:
+        return None
+    for window in (2_048, 16_384, _TAIL_WINDOW):
+        last = None
+        for m in _SAFE_CUT.finditer(body, max(first.end(), len(body) - window)):
+            last = m
+        if last is not None:
+            return (first.end(), last.end()) if last.end() > first.end() else None
+    return None
+
+
 class TiktokenCounter:
     """Exact counts for OpenAI encodings via ``tiktoken`` (an estimate for other providers)."""
 
     source = "tokenizer"
 
-    def __init__(self, encoding: Any, name: str, *, cache_size: int = 256) -> None:
+    def __init__(self, encoding: Any, name: str, *, cache_size: int = 4096) -> None:
         self._enc = encoding
         self.name = f"tiktoken:{name}"
-        # A document is counted on every call (to fit it, or to price always-LC): long texts are
-        # counted once, remembered by a digest of their content (never the text itself, so a
-        # 200 MB document is not kept alive by the cache), least recently used dropped first.
+        # A document is counted on every call (to fit it, or to price always-LC), and a prompt is
+        # a document plus a few new lines: count_parts counts a prompt as its document plus the
+        # rest, cut where counts add up exactly (_SAFE_CUT). Counts are remembered by a digest of its content (never
+        # the text itself, so a 200 MB document is not kept alive by the cache), least recently
+        # used dropped first. The last few long texts counted are also remembered by identity (a
+        # prompt is counted where it is sent and where its usage is reported; a document where it
+        # is fitted and where it is priced), which costs no hashing.
         self._cache_size = cache_size
         self._counts: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
+        self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._inner: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        if len(text) < 2048:
+    def _cached(self, text: str) -> int:
+        """``text``'s count, from the digest cache or encoded (and remembered)."""
+        if len(text) < 256:  # encoding it costs about what hashing it would
             return self._encode_len(text)
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
         with self._lock:
@@ -106,6 +164,51 @@ class TiktokenCounter:
             while len(self._counts) > self._cache_size:
                 self._counts.popitem(last=False)
         return tokens
+
+    def _remembered(self, text: str) -> int | None:
+        """``text``'s count if this very object was counted lately (no hashing at all)."""
+        hit = self._recent.get(id(text))
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        return None
+
+    def _remember(self, text: str, tokens: int) -> None:
+        if len(text) <= _REMEMBER_UP_TO:
+            with self._lock:
+                self._recent[id(text)] = (text, tokens)
+                while len(self._recent) > _RECENT:
+                    self._recent.popitem(last=False)
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if len(text) < 2048:
+            return self._encode_len(text)
+        hit = self._remembered(text)
+        if hit is not None:
+            return hit
+        tokens = self._cached(text)
+        self._remember(text, tokens)
+        return tokens
+
+    def count_parts(self, prefix: str, body: str, suffix: str) -> int:
+        """Tokens in ``prefix + body + suffix``, exactly, with ``body`` (a document inside a
+        prompt) tokenised once per content: its part between its first and last safe cut
+        (:data:`_SAFE_CUT`) is counted once and remembered; only the prompt's own text and the
+        body's first and last paragraphs are encoded again."""
+        if not self._cuttable or len(body) < _SEGMENT_FROM:
+            return self.count(prefix + body + suffix)
+        cuts = _outer_cuts(body)
+        if cuts is None:
+            return self.count(prefix + body + suffix)
+        first, last = cuts
+        hit = self._inner.get(id(body))
+        inner = hit[1] if hit is not None and hit[0] is body else self._cached(body[first:last])
+        with self._lock:
+            self._inner[id(body)] = (body, inner)
+            while len(self._inner) > _RECENT:
+                self._inner.popitem(last=False)
+        return self.count(prefix + body[:first]) + inner + self.count(body[last:] + suffix)
 
     def head(self, text: str, max_tokens: int) -> str:
         toks = self._enc.encode(text, disallowed_special=())
@@ -146,17 +249,7 @@ _DATA = Path(__file__).resolve().parent / "data"
 #: of the rank file, as tiktoken's own ``tiktoken_ext.openai_public`` defines them.
 _BUNDLED: dict[str, dict[str, Any]] = {
     "o200k_base": {
-        "pat_str": "|".join(
-            [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            ]
-        ),
+        "pat_str": "|".join(_O200K_PIECES),
         "special_tokens": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         # the file with this hash lists its tokens by rank, 0, 1, 2, ... (tests/unit/selfroute/
@@ -239,3 +332,16 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
                 counter = TiktokenCounter(enc, encoding)
         _cache[encoding] = counter
         return counter
+
+
+def count_in_prompt(counter: TokenCounter, prompt: str, body: str) -> int:
+    """Tokens in ``prompt``, which holds ``body`` (its document or passages) once: with a
+    tiktoken counter the body is tokenised once per content (:meth:`TiktokenCounter.count_parts`,
+    exact), else ``counter.count(prompt)``."""
+    if isinstance(counter, TiktokenCounter) and len(body) >= _SEGMENT_FROM:
+        at = prompt.find(body[:64])
+        while at >= 0 and not prompt.startswith(body, at):
+            at = prompt.find(body[:64], at + 1)
+        if at >= 0:
+            return counter.count_parts(prompt[:at], body, prompt[at + len(body) :])
+    return counter.count(prompt)

@@ -8,6 +8,7 @@ The online runner (:mod:`selfroute.eval._runner`) and the batch runner
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
 from selfroute._result import Passage, Stage
 from selfroute._structured import load_structured, structured_unsupported
-from selfroute._tokens import TokenCounter
+from selfroute._tokens import TokenCounter, count_in_prompt
 from selfroute._usage import Usage
 from selfroute.eval._cache import ResponseCache
 from selfroute.eval._data import EvalItem
@@ -51,6 +52,14 @@ Retriever = Callable[[EvalItem, int], Sequence[Passage]]
 FAIL_FAST_AFTER = 5
 #: Stands in for the context when a prompt template is rendered to find the context in a prompt.
 CONTEXT_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
+
+
+def _memo_key(identity: str, prompt: str) -> bytes:
+    """This run's key for a reader call (a digest: the prompts are not kept alive)."""
+    digest = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+    digest.update(b"\x00")
+    digest.update(prompt.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def _split_template(rendered: str) -> tuple[str, str]:
@@ -79,7 +88,7 @@ class Session:
     cache: ResponseCache | None
     prices: PriceTable | None
     on_error: str
-    memo: dict[str, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
+    memo: dict[bytes, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
     model_calls: int = 0
     succeeded: int = 0
     failed: int = 0
@@ -131,9 +140,9 @@ class Session:
         speculative: bool = False,
     ) -> Generation:
         """One reader call, served from the cache (disk, or this run) when it was made before."""
-        prompt_tokens = self.counter.count(request.prompt)
+        prompt_tokens = count_in_prompt(self.counter, request.prompt, request.context)
         identity = reader.cache_identity()
-        key = ResponseCache.key(identity, request.prompt)
+        key = _memo_key(identity, request.prompt)
         cached = True
         future = self.memo.get(key)
         if future is None:
