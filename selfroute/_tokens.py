@@ -100,8 +100,9 @@ _SAFE_CUT = re.compile(r"\n(?=[^\s/])|[.!?](?= )")
 #: Split patterns (tiktoken's ``pat_str``) for which :data:`_SAFE_CUT` is proven and tested:
 #: o200k_base's (other encodings are counted whole).
 _CUTTABLE_PATTERNS = frozenset({"|".join(_O200K_PIECES)})
-#: Bodies at least this long are counted by parts (:meth:`TiktokenCounter.count_parts`).
-_SEGMENT_FROM = 16_384
+#: Bodies at least this long are counted by parts (:meth:`TiktokenCounter.count_parts`): a
+#: document, or the passages of a RAG prompt (two methods' prompts share them).
+_SEGMENT_FROM = 4_096
 #: The longest text remembered by identity (kept alive while among the last :data:`_RECENT`).
 _REMEMBER_UP_TO = 4_000_000
 #: How many long texts are remembered by identity.

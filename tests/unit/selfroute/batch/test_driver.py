@@ -312,18 +312,30 @@ def test_a_second_run_of_one_job_file_refuses_while_the_first_holds_it(tmp_path:
     path = tmp_path / "job.json"
     be = backend()
     first = BatchJob(
-        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=be,
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     )
     with pytest.raises(sr.ConfigurationError, match=r"in use by another run.*nothing"):
         BatchJob(
-            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            QUESTIONS,
+            handler=handler(),
+            backend=be,
+            config=RouteConfig(k=2),
+            job_file=path,
             poll_interval_s=0,
         ).results()
     assert be.submitted == []  # the refused run sent nothing
     assert all(o.ok for o in first.results())
     again = BatchJob(
-        QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=be,
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     )
     assert all(o.ok for o in again.results())  # released once the first run collected
@@ -344,14 +356,22 @@ def test_a_damaged_job_file_is_refused_naming_it_and_sends_nothing(
 ) -> None:
     path = tmp_path / "job.json"
     BatchJob(
-        QUESTIONS, handler=handler(), backend=backend(), config=RouteConfig(k=2), job_file=path,
+        QUESTIONS,
+        handler=handler(),
+        backend=backend(),
+        config=RouteConfig(k=2),
+        job_file=path,
         poll_interval_s=0,
     ).results()
     path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
     be = backend()
     with pytest.raises(sr.ConfigurationError, match=says) as caught:
         BatchJob(
-            QUESTIONS, handler=handler(), backend=be, config=RouteConfig(k=2), job_file=path,
+            QUESTIONS,
+            handler=handler(),
+            backend=be,
+            config=RouteConfig(k=2),
+            job_file=path,
             poll_interval_s=0,
         ).results()
     assert str(path) in str(caught.value) or path.name in str(caught.value)
