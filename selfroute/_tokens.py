@@ -135,9 +135,9 @@ class TiktokenCounter:
         self.name = f"tiktoken:{name}"
         # A document is counted on every call (to fit it, or to price always-LC), and a prompt is
         # a document plus a few new lines: count_parts counts a prompt as its document plus the
-        # rest, cut where counts add up exactly (_SAFE_CUT). Counts are remembered by a digest of its content (never
-        # the text itself, so a 200 MB document is not kept alive by the cache), least recently
-        # used dropped first. The last few long texts counted are also remembered by identity (a
+        # rest, cut where counts add up exactly (_SAFE_CUT). Counts are remembered by a digest of
+        # the content (never the text itself, so a 200 MB document is not kept alive by the
+        # cache), least recently used dropped first. The last few long texts counted are also remembered by identity (a
         # prompt is counted where it is sent and where its usage is reported; a document where it
         # is fitted and where it is priced), which costs no hashing.
         self._cache_size = cache_size
@@ -166,14 +166,16 @@ class TiktokenCounter:
                 self._counts.popitem(last=False)
         return tokens
 
-    def _remembered(self, text: str) -> int | None:
-        """``text``'s count if this very object was counted lately (no hashing at all)."""
+    def remembered(self, text: str) -> int | None:
+        """``text``'s count if this very object was counted lately (no hashing at all), else
+        ``None``."""
         hit = self._recent.get(id(text))
         if hit is not None and hit[0] is text:
             return hit[1]
         return None
 
-    def _remember(self, text: str, tokens: int) -> None:
+    def remember(self, text: str, tokens: int) -> None:
+        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`)."""
         if len(text) <= _REMEMBER_UP_TO:
             with self._lock:
                 self._recent[id(text)] = (text, tokens)
@@ -184,12 +186,12 @@ class TiktokenCounter:
         if not text:
             return 0
         if len(text) < 2048:
-            return self._encode_len(text)
-        hit = self._remembered(text)
+            return self._cached(text)  # encodes below 256 characters, else by digest
+        hit = self.remembered(text)
         if hit is not None:
             return hit
         tokens = self._cached(text)
-        self._remember(text, tokens)
+        self.remember(text, tokens)
         return tokens
 
     def count_parts(self, prefix: str, body: str, suffix: str) -> int:
@@ -340,9 +342,14 @@ def count_in_prompt(counter: TokenCounter, prompt: str, body: str) -> int:
     tiktoken counter the body is tokenised once per content (:meth:`TiktokenCounter.count_parts`,
     exact), else ``counter.count(prompt)``."""
     if isinstance(counter, TiktokenCounter) and len(body) >= _SEGMENT_FROM:
+        hit = counter.remembered(prompt)
+        if hit is not None:  # the same prompt, counted where it was sent
+            return hit
         at = prompt.find(body[:64])
         while at >= 0 and not prompt.startswith(body, at):
             at = prompt.find(body[:64], at + 1)
         if at >= 0:
-            return counter.count_parts(prompt[:at], body, prompt[at + len(body) :])
+            tokens = counter.count_parts(prompt[:at], body, prompt[at + len(body) :])
+            counter.remember(prompt, tokens)
+            return tokens
     return counter.count(prompt)
