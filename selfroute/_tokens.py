@@ -19,6 +19,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,9 +101,11 @@ _SAFE_CUT = re.compile(r"\n(?=[^\s/])|[.!?](?= )")
 #: Split patterns (tiktoken's ``pat_str``) for which :data:`_SAFE_CUT` is proven and tested:
 #: o200k_base's (other encodings are counted whole).
 _CUTTABLE_PATTERNS = frozenset({"|".join(_O200K_PIECES)})
-#: Bodies at least this long are counted by parts (:meth:`TiktokenCounter.count_parts`): a
-#: document, or the passages of a RAG prompt (two methods' prompts share them).
-_SEGMENT_FROM = 4_096
+#: Bodies at least this long are counted by parts (:func:`count_in_prompt`): a document, or a
+#: passage of a RAG prompt (prompts share them: other questions, other methods).
+_BODY_FROM = 512
+#: Bodies at least this long are also remembered by identity.
+_SEGMENT_FROM = 16_384
 #: The longest text remembered by identity (kept alive while among the last :data:`_RECENT`).
 _REMEMBER_UP_TO = 4_000_000
 #: How many long texts are remembered by identity.
@@ -134,18 +137,18 @@ class TiktokenCounter:
         self._enc = encoding
         self.name = f"tiktoken:{name}"
         # A document is counted on every call (to fit it, or to price always-LC), and a prompt is
-        # a document plus a few new lines: count_parts counts a prompt as its document plus the
-        # rest, cut where counts add up exactly (_SAFE_CUT). Counts are remembered by a digest of
-        # the content (never the text itself, so a 200 MB document is not kept alive by the
-        # cache), least recently used dropped first. The last few long texts counted are also remembered by identity (a
-        # prompt is counted where it is sent and where its usage is reported; a document where it
+        # a document plus a few new lines: count_located counts a prompt as its document (or
+        # passages) plus the rest, cut where counts add up exactly (_SAFE_CUT). Counts are
+        # remembered by a digest of the content (never the text itself, so a 200 MB document is
+        # not kept alive by the cache), least recently used dropped first. The last few long
+        # texts counted are also remembered by identity (a prompt is counted where it is sent and where its usage is reported; a document where it
         # is fitted and where it is priced), which costs no hashing.
         self._cache_size = cache_size
         self._counts: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
         self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
         self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
-        self._inner: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
@@ -194,24 +197,46 @@ class TiktokenCounter:
         self.remember(text, tokens)
         return tokens
 
+    @property
+    def cuttable(self) -> bool:
+        """Whether texts can be counted by parts (the encoding's split pattern is one whose safe
+        cuts are proven, :data:`_SAFE_CUT`)."""
+        return self._cuttable
+
+    def _inner(self, body: str, first: int, last: int) -> int:
+        """The count of ``body[first:last]``, remembered under ``body`` itself and by digest."""
+        hit = self._inners.get(id(body))
+        if hit is not None and hit[0] is body:
+            return hit[1]
+        inner = self._cached(body[first:last])
+        if len(body) >= _SEGMENT_FROM:  # long bodies: remembered by identity (no hashing)
+            with self._lock:
+                self._inners[id(body)] = (body, inner)
+                while len(self._inners) > _RECENT:
+                    self._inners.popitem(last=False)
+        return inner
+
+    def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
+        """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
+        holds (in order, not overlapping): each body's part between its first and last safe cut
+        (:data:`_SAFE_CUT`) is counted once per content and remembered; only the text around
+        them (and each body's first and last sentence) is encoded again."""
+        if not self._cuttable:
+            return self.count(text)
+        total, pos = 0, 0
+        for at, body in located:
+            cuts = _outer_cuts(body)
+            if cuts is None or at < pos:
+                continue  # counted with the text around it
+            first, last = cuts
+            total += self.count(text[pos : at + first]) + self._inner(body, first, last)
+            pos = at + last
+        return total + self.count(text[pos:])
+
     def count_parts(self, prefix: str, body: str, suffix: str) -> int:
-        """Tokens in ``prefix + body + suffix``, exactly, with ``body`` (a document inside a
-        prompt) tokenised once per content: its part between its first and last safe cut
-        (:data:`_SAFE_CUT`) is counted once and remembered; only the prompt's own text and the
-        body's first and last paragraphs are encoded again."""
-        if not self._cuttable or len(body) < _SEGMENT_FROM:
-            return self.count(prefix + body + suffix)
-        cuts = _outer_cuts(body)
-        if cuts is None:
-            return self.count(prefix + body + suffix)
-        first, last = cuts
-        hit = self._inner.get(id(body))
-        inner = hit[1] if hit is not None and hit[0] is body else self._cached(body[first:last])
-        with self._lock:
-            self._inner[id(body)] = (body, inner)
-            while len(self._inner) > _RECENT:
-                self._inner.popitem(last=False)
-        return self.count(prefix + body[:first]) + inner + self.count(body[last:] + suffix)
+        """Tokens in ``prefix + body + suffix``, exactly, with ``body`` tokenised once per
+        content (see :meth:`count_located`)."""
+        return self.count_located(prefix + body + suffix, [(len(prefix), body)])
 
     def head(self, text: str, max_tokens: int) -> str:
         toks = self._enc.encode(text, disallowed_special=())
@@ -337,19 +362,28 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
         return counter
 
 
-def count_in_prompt(counter: TokenCounter, prompt: str, body: str) -> int:
-    """Tokens in ``prompt``, which holds ``body`` (its document or passages) once: with a
-    tiktoken counter the body is tokenised once per content (:meth:`TiktokenCounter.count_parts`,
-    exact), else ``counter.count(prompt)``."""
-    if isinstance(counter, TiktokenCounter) and len(body) >= _SEGMENT_FROM:
-        hit = counter.remembered(prompt)
-        if hit is not None:  # the same prompt, counted where it was sent
-            return hit
-        at = prompt.find(body[:64])
+def count_in_prompt(counter: TokenCounter, prompt: str, *bodies: str) -> int:
+    """Tokens in ``prompt``, which holds ``bodies`` (its document, or its passages) in order:
+    exactly ``counter.count(prompt)``. With a tiktoken counter each body is tokenised once per
+    content (:meth:`TiktokenCounter.count_located`), so a prompt over a known document or known
+    passages costs its own few lines."""
+    if not isinstance(counter, TiktokenCounter) or not counter.cuttable:
+        return counter.count(prompt)
+    hit = counter.remembered(prompt)
+    if hit is not None:  # the same prompt, counted where it was sent
+        return hit
+    located: list[tuple[int, str]] = []
+    pos = 0
+    for body in bodies:
+        if len(body) < _BODY_FROM:
+            continue
+        at = prompt.find(body[:64], pos)
         while at >= 0 and not prompt.startswith(body, at):
             at = prompt.find(body[:64], at + 1)
-        if at >= 0:
-            tokens = counter.count_parts(prompt[:at], body, prompt[at + len(body) :])
-            counter.remember(prompt, tokens)
-            return tokens
-    return counter.count(prompt)
+        if at < 0:
+            continue
+        located.append((at, body))
+        pos = at + len(body)
+    tokens = counter.count_located(prompt, located)
+    counter.remember(prompt, tokens)
+    return tokens

@@ -105,3 +105,58 @@ def test_the_same_text_object_is_not_hashed_again() -> None:
     counter._encode_len = lambda t: calls.append(t) or 0  # type: ignore[method-assign]
     assert counter.count(text) == first and not calls
     assert counter.count(text + " ") == 0 and calls  # another text is counted
+
+
+def _paragraphs() -> list[str]:
+    return [p.strip() for p in HAYSTACK.split("\n") if len(p.strip()) > 600]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rag_prompt_over_known_passages_is_exact(seed: int) -> None:
+    rng = random.Random(seed)
+    counter = _fresh()
+    passages = rng.sample(_paragraphs(), 5)
+    for grounded in (False, True):
+        prompt = Prompts().rag_prompt("Who? /x", passages, grounded=grounded)
+        assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
+    # a body that is not in the prompt, or given out of order, changes nothing
+    prompt = Prompts().rag_prompt("Why.", passages)
+    assert count_in_prompt(counter, prompt, "absent " * 200, *passages[::-1]) == _whole(
+        counter, prompt
+    )
+
+
+def test_passages_are_tokenised_once_across_rag_prompts() -> None:
+    counter = _fresh()
+    passages = _paragraphs()[:5]
+    encoded: list[int] = []
+    original = counter._encode_len
+
+    def spy(text: str) -> int:
+        encoded.append(len(text))
+        return original(text)
+
+    counter._encode_len = spy  # type: ignore[method-assign]
+    prompts = [Prompts().rag_prompt(f"Question {i}?", passages) for i in range(10)]
+    for prompt in prompts:
+        assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
+    assert sum(encoded) < 0.5 * sum(len(p) for p in prompts)
+
+
+def test_the_rag_step_counts_its_prompt_exactly() -> None:
+    from selfroute._simple import FunctionHandler
+
+    passages = _paragraphs()[:3]
+    seen: list[str] = []
+
+    def generate(prompt: str) -> str:
+        seen.append(prompt)
+        return "Forty-two."
+
+    handler = FunctionHandler(
+        retrieve=lambda q, k: [sr.Passage(text=p, doc_id="d") for p in passages],
+        generate=generate,
+    )
+    result = sr.run_flow(sr.self_route_flow("How many?", sr.RouteConfig()), handler)
+    rag = [s for s in result.steps if s.stage is sr.Stage.RAG][0]
+    assert rag.prompt_tokens_estimate == _whole(_fresh(), seen[0])
