@@ -158,5 +158,5 @@ def test_the_rag_step_counts_its_prompt_exactly() -> None:
         generate=generate,
     )
     result = sr.run_flow(sr.self_route_flow("How many?", sr.RouteConfig()), handler)
-    rag = [s for s in result.steps if s.stage is sr.Stage.RAG][0]
+    rag = next(s for s in result.steps if s.stage is sr.Stage.RAG)
     assert rag.prompt_tokens_estimate == _whole(_fresh(), seen[0])
