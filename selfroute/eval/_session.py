@@ -54,6 +54,10 @@ FAIL_FAST_AFTER = 5
 CONTEXT_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
 
 
+#: Contexts at least this long enter the memo key by their own digest (see Session._memo_key).
+_DIGEST_FROM = 16_384
+
+
 def _memo_key(identity: str, prompt: str) -> bytes:
     """This run's key for a reader call (a digest: the prompts are not kept alive)."""
     digest = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
@@ -108,9 +112,40 @@ class Session:
             self.stopped = stop
             raise stop from error
 
+    digests: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+
     @property
     def counter(self) -> TokenCounter:
         return self.config.counter
+
+    def _bodies(self, request: ModelRequest) -> list[str]:
+        """The texts inside ``request``'s prompt that recur across calls: the document, or each
+        passage (the chunks of a document recur across questions and methods)."""
+        if request.stage is Stage.RAG:
+            return request.context.split(self.config.prompts.passage_separator)
+        return [request.context]
+
+    def _memo_key(self, identity: str, request: ModelRequest) -> bytes:
+        """This run's key for a reader call: a digest of the reader and the prompt (the prompts
+        are not kept alive). A long context inside the prompt enters as its own digest, taken once
+        per context object, so a 200k-character prompt is not hashed on every call."""
+        prompt, context = request.prompt, request.context
+        at = prompt.find(context[:64]) if len(context) >= _DIGEST_FROM else -1
+        if at < 0 or not prompt.startswith(context, at):
+            return _memo_key(identity, prompt)
+        hit = self.digests.get(id(context))
+        if hit is None or hit[0] is not context:
+            digest = hashlib.blake2b(context.encode("utf-8", "surrogatepass"), digest_size=20)
+            hit = (context, digest.digest())
+            if len(self.digests) >= 8:
+                self.digests.pop(next(iter(self.digests)))
+            self.digests[id(context)] = hit
+        parts = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+        for piece in (prompt[:at], prompt[at + len(context) :]):
+            parts.update(b"\x00%d\x00" % len(piece))
+            parts.update(piece.encode("utf-8", "surrogatepass"))
+        parts.update(b"\x01" + hit[1])
+        return parts.digest()
 
     async def _fresh(self, reader: Reader, request: ModelRequest) -> tuple[Generation, float]:
         t0 = time.perf_counter()
@@ -140,9 +175,9 @@ class Session:
         speculative: bool = False,
     ) -> Generation:
         """One reader call, served from the cache (disk, or this run) when it was made before."""
-        prompt_tokens = count_in_prompt(self.counter, request.prompt, request.context)
+        prompt_tokens = count_in_prompt(self.counter, request.prompt, *self._bodies(request))
         identity = reader.cache_identity()
-        key = _memo_key(identity, request.prompt)
+        key = self._memo_key(identity, request)
         cached = True
         future = self.memo.get(key)
         if future is None:
