@@ -1,10 +1,10 @@
 """Drawing the eval figures off the run's hot path.
 
 Importing matplotlib and drawing take longer than an oracle run's own work, so an eval run that
-writes figures starts a worker process (``python -m selfroute.eval._figures``) when it starts: the
-worker imports matplotlib while the run goes on, then draws what it is sent at the end. The figures
-are the same bytes as drawn in-process (same code, same backend); without a worker (it could not
-start, or failed) they are drawn in-process.
+writes figures starts a worker process when it starts (this file, run as a script: it imports no
+selfroute module). The worker imports matplotlib while the run goes on, then draws what it is sent
+at the end. The figures are the same bytes as drawn in-process (same code, same backend); without
+a worker (it could not start, or failed) they are drawn in-process.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class FigureWorker:
         except (OSError, ValueError, subprocess.SubprocessError):
             self.close()
             return False
-        return self._process.returncode == 0 and out.strip().endswith("ok")
+        return self._process.returncode == 0 and (out or "").strip().endswith("ok")
 
     def close(self) -> None:
         """Stop the worker (nothing to draw)."""
@@ -104,8 +104,11 @@ def start_figure_worker() -> FigureWorker | None:
     if "matplotlib.pyplot" in sys.modules:
         return None
     try:
+        # run as a file, not as a module of the package: the worker imports matplotlib, not
+        # selfroute (whose import would cost more than the drawing)
+        code = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
         process = subprocess.Popen(
-            [sys.executable, "-m", "selfroute.eval._figures"],
+            [sys.executable, "-c", code, __file__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
