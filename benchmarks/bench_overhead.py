@@ -38,6 +38,9 @@ __all__ = ["build_langchain", "build_llamaindex", "paired_latencies", "profile_g
 KEY, TITLE = "1", "Overhead per call versus the plain RAG pipeline (zero-latency model)"
 TARGET_RATIO = 1.10
 TARGET_ADDED_S = 0.0005
+#: Against a real client on a loopback model server (issue 32): invoke, ainvoke and stream.
+SERVER_TARGET_RATIO = 1.03
+SERVER_TARGET_ADDED_S = 0.0001
 DOC_WORDS = 30_000
 
 
@@ -339,6 +342,7 @@ def run(ctx: BenchContext) -> BenchResult:
                 _profile_note(f"{name} Self-Route, zero-cost retriever", call_o, rag_q[:200])
             )
 
+    _server_rows(text, rag_q[: max(10, n // 2)], warmup, result, ctx.log)
     result.notes.append(
         f"Document: {len(text.split()):,} words of real text; {n} RAG-routed and {n_lc} "
         "LC-routed questions; model: in-process fake with zero latency reporting usage; "
@@ -350,6 +354,74 @@ def run(ctx: BenchContext) -> BenchResult:
     )
     result.details += profiles
     return result
+
+
+def _server_calls(chain: Any, route: Any) -> list[tuple[str, Any, Any]]:
+    """``(mode, baseline call, Self-Route call)`` for invoke, ainvoke and stream (each async call
+    on one event loop, so loop start-up is not measured)."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+
+    def run_async(runnable: Any) -> Callable[[str], Any]:
+        return lambda q: loop.run_until_complete(runnable.ainvoke(q))
+
+    def stream(runnable: Any) -> Callable[[str], Any]:
+        return lambda q: list(runnable.stream(q))
+
+    return [
+        ("invoke", chain.invoke, route.invoke),
+        ("ainvoke", run_async(chain), run_async(route)),
+        ("stream", stream(chain), stream(route)),
+    ]
+
+
+def _server_rows(
+    text: str,
+    questions: Sequence[str],
+    warmup: int,
+    result: BenchResult,
+    log: Callable[[str], None],
+) -> None:
+    """RAG-routed ``SelfRoute`` versus the sequential LCEL chain (retriever | prompt | model),
+    both with a real ``ChatOpenAI`` on a loopback server (a child process, no latency) and a
+    zero-cost retriever: what Self-Route adds to a real client's call."""
+    from langchain_openai import ChatOpenAI
+
+    from benchmarks._fakes import loopback_openai_process
+
+    with loopback_openai_process(latency_s=0.0) as server:
+        llm = ChatOpenAI(
+            model="gpt-4o-mini",
+            api_key="dummy",  # type: ignore[arg-type]
+            base_url=server.base_url,
+            max_retries=0,
+            timeout=30,
+            stream_usage=True,
+        )
+        chain, _, route = build_langchain(text, constant_retriever=True, llm=llm)
+        for mode, base, ours in _server_calls(chain, route):
+            b, o = paired_latencies(base, ours, questions, warmup)
+            b50, o50 = percentile(b, 50), percentile(o, 50)
+            log(f"  [1] loopback server, {mode}: p50 {b50 * 1e3:.3f} -> {o50 * 1e3:.3f} ms")
+            added = o50 - b50
+            result.rows += [
+                ratio_row(
+                    f"ChatOpenAI on a loopback server, {mode}: SelfRoute vs LCEL chain, p50",
+                    b50,
+                    o50,
+                    target=SERVER_TARGET_RATIO,
+                    fmt=fmt_ms,
+                ),
+                Row(
+                    f"ChatOpenAI on a loopback server, {mode}: added time per call (p50)",
+                    fmt_ms(b50),
+                    fmt_ms(o50),
+                    f"{added * 1e3:+.3f} ms",
+                    f"<= {SERVER_TARGET_ADDED_S * 1e3:g} ms",
+                    added <= SERVER_TARGET_ADDED_S,
+                ),
+            ]
 
 
 def _profile_note(label: str, fn: Callable[[str], Any], questions: Sequence[str]) -> str:

@@ -49,6 +49,7 @@ BENCHMARKS: dict[str, str] = {
     "9": "benchmarks.bench_batch",
     "10": "benchmarks.bench_startup",
     "11": "benchmarks.bench_tracing",
+    "12": "benchmarks.bench_eval",
 }
 
 START = "<!-- results:start -->"

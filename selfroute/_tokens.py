@@ -15,9 +15,11 @@ import binascii
 import gzip
 import hashlib
 import os
+import re
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,28 +74,88 @@ class HeuristicCounter:
         return text[len(text) - n :] if n else ""
 
 
+#: o200k_base's pre-tokeniser pattern, one alternative per line (tiktoken_ext.openai_public).
+_O200K_PIECES = (
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+)
+
+#: Where a text can be cut with its token count unchanged (``count(a + b) == count(a) +
+#: count(b)``), for the split pattern below: (1) after a line break, before a character that is
+#: not white space and not ``/``; (2) after ``.``, ``!`` or ``?``, before a space. Proof: tiktoken
+#: never merges across its pre-tokeniser's pieces, and no piece of this pattern holds (1) a line
+#: break followed by anything but white space or ``/`` (letters, digits and contractions never
+#: hold one; punctuation runs may end in ``[\r\n/]*``; the rest is white space), nor (2) a
+#: punctuation mark followed by a space (a punctuation run stops at white space; a leading mark
+#: before letters needs a letter next). So the cut is a piece boundary in ``a + b``; the piece
+#: holding ``a``'s last character ends there too (a greedy punctuation run, or a greedy run of
+#: white space ending in a line break: neither can go on), no piece before it can reach the cut,
+#: and there is no look-behind: ``b`` is split as on its own. ``tests/unit/selfroute/
+#: test_tokens.py`` checks it against whole encodes.
+_SAFE_CUT = re.compile(r"\n(?=[^\s/])|[.!?](?= )")
+#: Split patterns (tiktoken's ``pat_str``) for which :data:`_SAFE_CUT` is proven and tested:
+#: o200k_base's (other encodings are counted whole).
+_CUTTABLE_PATTERNS = frozenset({"|".join(_O200K_PIECES)})
+#: Bodies at least this long are counted by parts (:func:`count_in_prompt`): a document, or a
+#: passage of a RAG prompt (prompts share them: other questions, other methods).
+_BODY_FROM = 512
+#: Bodies at least this long are also remembered by identity.
+_SEGMENT_FROM = 16_384
+#: The longest text remembered by identity (kept alive while among the last :data:`_RECENT`).
+_REMEMBER_UP_TO = 4_000_000
+#: How many long texts are remembered by identity.
+_RECENT = 8
+#: How far from its end a body's last safe cut is looked for (then the body is counted whole).
+_TAIL_WINDOW = 65_536
+
+
+def _outer_cuts(body: str) -> tuple[int, int] | None:
+    """The first and last safe cut of ``body`` (``None``: fewer than two, or none near the end)."""
+    first = _SAFE_CUT.search(body)
+    if first is None:
+        return None
+    for window in (2_048, 16_384, _TAIL_WINDOW):
+        last = None
+        for m in _SAFE_CUT.finditer(body, max(first.end(), len(body) - window)):
+            last = m
+        if last is not None:
+            return (first.end(), last.end()) if last.end() > first.end() else None
+    return None
+
+
 class TiktokenCounter:
     """Exact counts for OpenAI encodings via ``tiktoken`` (an estimate for other providers)."""
 
     source = "tokenizer"
 
-    def __init__(self, encoding: Any, name: str, *, cache_size: int = 256) -> None:
+    def __init__(self, encoding: Any, name: str, *, cache_size: int = 4096) -> None:
         self._enc = encoding
         self.name = f"tiktoken:{name}"
-        # A document is counted on every call (to fit it, or to price always-LC): long texts are
-        # counted once, remembered by a digest of their content (never the text itself, so a
-        # 200 MB document is not kept alive by the cache), least recently used dropped first.
+        # A document is counted on every call (to fit it, or to price always-LC), and a prompt is
+        # a document plus a few new lines: count_located counts a prompt as its document (or
+        # passages) plus the rest, cut where counts add up exactly (_SAFE_CUT). Counts are
+        # remembered by a digest of the content (never the text itself, so a 200 MB document is
+        # not kept alive by the cache), least recently used dropped first. The last few long
+        # texts counted are also remembered by identity (a prompt is counted where it is sent and where its usage is reported; a document where it
+        # is fitted and where it is priced), which costs no hashing.
         self._cache_size = cache_size
         self._counts: OrderedDict[bytes, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
+        self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
-    def count(self, text: str) -> int:
-        if not text:
-            return 0
-        if len(text) < 2048:
+    def _cached(self, text: str) -> int:
+        """``text``'s count, from the digest cache or encoded (and remembered)."""
+        if len(text) < 256:  # encoding it costs about what hashing it would
             return self._encode_len(text)
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
         with self._lock:
@@ -106,6 +168,75 @@ class TiktokenCounter:
             while len(self._counts) > self._cache_size:
                 self._counts.popitem(last=False)
         return tokens
+
+    def remembered(self, text: str) -> int | None:
+        """``text``'s count if this very object was counted lately (no hashing at all), else
+        ``None``."""
+        hit = self._recent.get(id(text))
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        return None
+
+    def remember(self, text: str, tokens: int) -> None:
+        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`)."""
+        if len(text) <= _REMEMBER_UP_TO:
+            with self._lock:
+                self._recent[id(text)] = (text, tokens)
+                while len(self._recent) > _RECENT:
+                    self._recent.popitem(last=False)
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if len(text) < 2048:
+            return self._cached(text)  # encodes below 256 characters, else by digest
+        hit = self.remembered(text)
+        if hit is not None:
+            return hit
+        tokens = self._cached(text)
+        self.remember(text, tokens)
+        return tokens
+
+    @property
+    def cuttable(self) -> bool:
+        """Whether texts can be counted by parts (the encoding's split pattern is one whose safe
+        cuts are proven, :data:`_SAFE_CUT`)."""
+        return self._cuttable
+
+    def _inner(self, body: str, first: int, last: int) -> int:
+        """The count of ``body[first:last]``, remembered under ``body`` itself and by digest."""
+        hit = self._inners.get(id(body))
+        if hit is not None and hit[0] is body:
+            return hit[1]
+        inner = self._cached(body[first:last])
+        if len(body) >= _SEGMENT_FROM:  # long bodies: remembered by identity (no hashing)
+            with self._lock:
+                self._inners[id(body)] = (body, inner)
+                while len(self._inners) > _RECENT:
+                    self._inners.popitem(last=False)
+        return inner
+
+    def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
+        """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
+        holds (in order, not overlapping): each body's part between its first and last safe cut
+        (:data:`_SAFE_CUT`) is counted once per content and remembered; only the text around
+        them (and each body's first and last sentence) is encoded again."""
+        if not self._cuttable:
+            return self.count(text)
+        total, pos = 0, 0
+        for at, body in located:
+            cuts = _outer_cuts(body)
+            if cuts is None or at < pos:
+                continue  # counted with the text around it
+            first, last = cuts
+            total += self.count(text[pos : at + first]) + self._inner(body, first, last)
+            pos = at + last
+        return total + self.count(text[pos:])
+
+    def count_parts(self, prefix: str, body: str, suffix: str) -> int:
+        """Tokens in ``prefix + body + suffix``, exactly, with ``body`` tokenised once per
+        content (see :meth:`count_located`)."""
+        return self.count_located(prefix + body + suffix, [(len(prefix), body)])
 
     def head(self, text: str, max_tokens: int) -> str:
         toks = self._enc.encode(text, disallowed_special=())
@@ -146,17 +277,7 @@ _DATA = Path(__file__).resolve().parent / "data"
 #: of the rank file, as tiktoken's own ``tiktoken_ext.openai_public`` defines them.
 _BUNDLED: dict[str, dict[str, Any]] = {
     "o200k_base": {
-        "pat_str": "|".join(
-            [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-                r"""\p{N}{1,3}""",
-                r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-                r"""\s*[\r\n]+""",
-                r"""\s+(?!\S)""",
-                r"""\s+""",
-            ]
-        ),
+        "pat_str": "|".join(_O200K_PIECES),
         "special_tokens": {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         # the file with this hash lists its tokens by rank, 0, 1, 2, ... (tests/unit/selfroute/
@@ -239,3 +360,30 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
                 counter = TiktokenCounter(enc, encoding)
         _cache[encoding] = counter
         return counter
+
+
+def count_in_prompt(counter: TokenCounter, prompt: str, *bodies: str) -> int:
+    """Tokens in ``prompt``, which holds ``bodies`` (its document, or its passages) in order:
+    exactly ``counter.count(prompt)``. With a tiktoken counter each body is tokenised once per
+    content (:meth:`TiktokenCounter.count_located`), so a prompt over a known document or known
+    passages costs its own few lines."""
+    if not isinstance(counter, TiktokenCounter) or not counter.cuttable:
+        return counter.count(prompt)
+    hit = counter.remembered(prompt)
+    if hit is not None:  # the same prompt, counted where it was sent
+        return hit
+    located: list[tuple[int, str]] = []
+    pos = 0
+    for body in bodies:
+        if len(body) < _BODY_FROM:
+            continue
+        at = prompt.find(body[:64], pos)
+        while at >= 0 and not prompt.startswith(body, at):
+            at = prompt.find(body[:64], at + 1)
+        if at < 0:
+            continue
+        located.append((at, body))
+        pos = at + len(body)
+    tokens = counter.count_located(prompt, located)
+    counter.remember(prompt, tokens)
+    return tokens

@@ -33,6 +33,7 @@ from selfroute._grounding import Grounding, GroundingSource, check_grounding, sp
 from selfroute._redact import redact_exception
 from selfroute._result import Passage, Reason, Stage
 from selfroute._structured import VerdictMode, parse_structured_verdict, verdict_schema
+from selfroute._tokens import count_in_prompt
 from selfroute._verdict import Verdict, VerdictKind, parse_verdict
 
 __all__ = ["RagVerdict", "classify_rag", "rag_ladder", "rag_rung", "rag_step"]
@@ -153,7 +154,9 @@ def rag_rung(state: FlowState, passages: tuple[Passage, ...]) -> Steps[FlowState
         gen,
         used,
         state.counter,
-        state.counter.count(used),  # the local count beside the provider's: see _counterfactual
+        # the local count beside the provider's (see _counterfactual); the passages recur across
+        # calls, so they are tokenised once each (exact, see count_in_prompt)
+        count_in_prompt(state.counter, used, *(p.text.strip() for p in passages)),
         verdict=outcome.verdict.kind.value,
         k=len(passages),
         structured=outcome.structured,

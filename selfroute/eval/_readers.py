@@ -18,7 +18,7 @@ from selfroute._prompts import DEFAULT_SENTINEL, GROUNDING_PREFIX
 from selfroute._redact import register_model_secrets
 from selfroute._result import Stage
 from selfroute._structured import verdict_schema
-from selfroute._tokens import TokenCounter, default_token_counter
+from selfroute._tokens import TokenCounter, count_in_prompt, default_token_counter
 from selfroute._usage import Usage
 from selfroute._verdict import parse_verdict
 from selfroute.eval._data import EvalItem
@@ -112,11 +112,10 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 def match_key(text: str) -> str:
     """Text normalised for "does the answer appear here": lower case, every Unicode punctuation
     or symbol character turned into a space, articles dropped, white space collapsed."""
-    chars = [
-        " " if unicodedata.category(ch)[0] in "PS" else ch
-        for ch in unicodedata.normalize("NFKC", text.lower())
-    ]
-    return " ".join(_ARTICLES.sub(" ", "".join(chars)).split())
+    folded = unicodedata.normalize("NFKC", text.lower())
+    # one category look-up per distinct character, then a C-speed translation
+    table = {ord(ch): " " for ch in set(folded) if unicodedata.category(ch)[0] in "PS"}
+    return " ".join(_ARTICLES.sub(" ", folded.translate(table)).split())
 
 
 @dataclass(frozen=True)
@@ -247,6 +246,10 @@ def supporting_sentence(context: str, span: str, *, min_words: int = 3) -> str |
     return quote or None
 
 
+#: Contexts at least this long (documents) are normalised into their own cache.
+_LONG_CONTEXT = 16_384
+
+
 def _quote_lines(quotes: list[str]) -> str:
     return "".join(f'\n{QUOTE_LABEL} "{q}"' for q in quotes)
 
@@ -288,18 +291,20 @@ class OracleReader:
         self.decline = decline
         self.latency_model = latency
         self._norm_cache: OrderedDict[str, str] = OrderedDict()
+        self._norm_long: OrderedDict[str, str] = OrderedDict()
 
     def cache_identity(self) -> str:
         return "oracle"
 
     def _normalized(self, text: str) -> str:
-        cache = self._norm_cache
+        # documents have their own cache: hundreds of passages must not push them out
+        cache = self._norm_cache if len(text) < _LONG_CONTEXT else self._norm_long
         hit = cache.get(text)
         if hit is None:
             hit = f" {match_key(text)} "
             cache[text] = hit
-            if len(cache) > 512:  # least recently used first: a document's text stays
-                cache.popitem(last=False)
+            if len(cache) > (512 if cache is self._norm_cache else 16):
+                cache.popitem(last=False)  # least recently used first
         else:
             cache.move_to_end(text)
         return hit
@@ -351,7 +356,7 @@ class OracleReader:
         else:
             text = answer + _quote_lines(quotes)
         usage = Usage.of(
-            self.counter.count(request.prompt),
+            count_in_prompt(self.counter, request.prompt, request.context),
             self.counter.count(text),
             source=self.counter.source,
         )

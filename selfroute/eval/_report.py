@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from selfroute._errors import MissingDependencyError
+from selfroute.eval._figures import FigureWorker, draw
 from selfroute.eval._summary import FIG2, FIG3, Summary, figure_k, format_pct, render_markdown
 
 __all__ = ["plot_k_curve", "plot_score_differences", "render_markdown", "write_outputs"]
@@ -40,82 +41,81 @@ def _short(text: str, width: int = 48) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def differences_spec(summary: Summary, k: int) -> dict[str, Any]:
+    """What figure 2 shows: the per-question RAG minus LC scores, and its title."""
+    comp = summary.comparisons[k]
+    who = "oracle reader" if summary.oracle else summary.reader
+    title = (
+        f"{_short(summary.dataset)} — RAG (k={k}) minus LC, {who}\n"
+        f"identical answers: {format_pct(comp.identical_share)} of {comp.items} questions"
+    )
+    return {"kind": "differences", "differences": list(comp.differences), "title": title}
+
+
+def k_curve_spec(summary: Summary) -> dict[str, Any]:
+    """What figure 3 shows: score and token ratio of each method against k, LC's score."""
+    curves: dict[str, dict[str, list[Any]]] = {}
+    for method in ("rag", "self_route", "self_route_grounded"):
+        rows = sorted((r for r in summary.rows if r.method == method), key=lambda r: r.k or 0)
+        if rows:
+            curves[method] = {
+                "ks": [r.k for r in rows],
+                "scores": [r.score for r in rows],
+                "ratios": [100 * (r.token_ratio or 0.0) for r in rows],
+            }
+    lc = [r for r in summary.rows if r.method == "lc"]
+    title = f"{_short(summary.dataset)} ({'oracle reader' if summary.oracle else summary.reader})"
+    return {
+        "kind": "k_curve",
+        "curves": curves,
+        "lc_score": lc[0].score if lc else None,
+        "ks": list(summary.ks),
+        "title": title,
+    }
+
+
 def plot_score_differences(summary: Summary, path: Path, k: int) -> None:
     """Figure 2: histogram of per-question RAG score minus LC score."""
-    plt = _pyplot()
-    comp = summary.comparisons[k]
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
-    bins = [(i - 0.5) / 10 for i in range(-10, 12)]  # one bar per 0.1, centred on it
-    counts, _, bars = ax.hist(comp.differences, bins=bins, color="#4c72b0", edgecolor="white")
-    ax.bar_label(bars, labels=[str(int(c)) if c else "" for c in counts], fontsize=7)
-    ax.set_xlim(-1.1, 1.1)
-    ax.set_xlabel("RAG score − LC score (per question)")
-    ax.set_ylabel("questions")
-    who = "oracle reader" if summary.oracle else summary.reader
-    ax.set_title(
-        f"{_short(summary.dataset)} — RAG (k={k}) minus LC, {who}\n"
-        f"identical answers: {format_pct(comp.identical_share)} of {comp.items} questions",
-        fontsize=9,
-    )
-    ax.axvline(0, color="black", linewidth=0.8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    draw(_pyplot(), differences_spec(summary, k), path)
 
 
 def plot_k_curve(summary: Summary, path: Path) -> None:
     """Figure 3: score and token ratio of RAG and Self-Route against k (LC as a reference)."""
-    plt = _pyplot()
-    fig, (ax_s, ax_t) = plt.subplots(1, 2, figsize=(9, 3.6), dpi=110)
-    styles = {
-        "rag": ("RAG", "#dd8452", "s"),
-        "self_route": ("Self-Route", "#55a868", "o"),
-        "self_route_grounded": ("Self-Route grounded", "#8172b3", "^"),
-    }
-    for method, (label, color, marker) in styles.items():
-        rows = sorted((r for r in summary.rows if r.method == method), key=lambda r: r.k or 0)
-        if not rows:
-            continue
-        ks = [r.k for r in rows]
-        ax_s.plot(ks, [r.score for r in rows], marker=marker, color=color, label=label)
-        ax_t.plot(
-            ks,
-            [100 * (r.token_ratio or 0.0) for r in rows],
-            marker=marker,
-            color=color,
-            label=label,
-        )
-    lc = [r for r in summary.rows if r.method == "lc"]
-    if lc:
-        ax_s.axhline(lc[0].score, color="#4c72b0", linestyle="--", label="LC")
-        ax_t.axhline(100, color="#4c72b0", linestyle="--", label="LC")
-    ax_s.set_xlabel("k (retrieved chunks)")
-    ax_s.set_ylabel("score")
-    ax_t.set_xlabel("k (retrieved chunks)")
-    ax_t.set_ylabel("input tokens, % of LC")
-    for ax in (ax_s, ax_t):
-        ax.set_xticks(summary.ks)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    title = f"{_short(summary.dataset)} ({'oracle reader' if summary.oracle else summary.reader})"
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    draw(_pyplot(), k_curve_spec(summary), path)
 
 
-def write_outputs(summary: Summary, out: Path) -> dict[str, str]:
-    """Write every output file into ``out`` (created if needed); returns them by kind."""
+def _figures(summary: Summary, out: Path, worker: FigureWorker | None) -> dict[str, str]:
+    """Draw the figures the run has (in ``worker`` when given), returning them by kind."""
+    jobs: list[tuple[str, dict[str, Any], Path]] = []
+    k = figure_k(summary)
+    if k is not None and summary.comparisons[k].items:
+        jobs.append(("fig2", differences_spec(summary, k), out / FIG2))
+    if len(summary.ks) > 1 and any(r.method != "lc" for r in summary.rows):
+        jobs.append(("fig3", k_curve_spec(summary), out / FIG3))
+    if worker is not None:
+        if not jobs:
+            worker.close()
+        elif worker.draw([(spec, path) for _, spec, path in jobs]):
+            return {name: path.name for name, _, path in jobs}
+    if jobs:
+        plt = _pyplot()
+        for _, spec, path in jobs:
+            draw(plt, spec, path)
+    return {name: path.name for name, _, path in jobs}
+
+
+def write_outputs(
+    summary: Summary, out: Path, *, figure_worker: FigureWorker | None = None
+) -> dict[str, str]:
+    """Write every output file into ``out`` (created if needed); returns them by kind.
+
+    ``figure_worker`` (from :func:`~selfroute.eval._figures.start_figure_worker`) draws the figures
+    in its own process; without one, or when it fails, they are drawn here.
+    """
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
-    k = figure_k(summary)
     try:
-        if k is not None and summary.comparisons[k].items:
-            plot_score_differences(summary, out / FIG2, k)
-            files["fig2"] = FIG2
-        if len(summary.ks) > 1 and any(r.method != "lc" for r in summary.rows):
-            plot_k_curve(summary, out / FIG3)
-            files["fig3"] = FIG3
+        files.update(_figures(summary, out, figure_worker))
     except MissingDependencyError as exc:  # the results matter more than the pictures
         summary.notes.append(f"Figures skipped: {exc}")
     files.update(results="results.jsonl", summary="summary.json", report="report.md")

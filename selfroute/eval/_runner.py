@@ -43,6 +43,7 @@ from selfroute._structured import VerdictMode, structured_unsupported
 from selfroute._verdict import parse_verdict
 from selfroute.eval._cache import ResponseCache, default_cache_path
 from selfroute.eval._data import EvalItem
+from selfroute.eval._figures import start_figure_worker
 from selfroute.eval._readers import ModelRequest, Reader
 from selfroute.eval._session import FAIL_FAST_AFTER as FAIL_FAST_AFTER  # kept importable here
 from selfroute.eval._session import (
@@ -89,6 +90,9 @@ class BM25Retriever:
     def __init__(self, *, chunk_words: int = 300) -> None:
         self.chunk_words = chunk_words
         self._indexes: dict[tuple[str, int], LexicalIndex] = {}
+        # the deepest search made per (document, question): RAG and Self-Route at every k share
+        # it (the top k of a search sorted by score, then chunk order, is a prefix of a deeper one)
+        self._searches: dict[tuple[str, int, str], tuple[int, list[Passage]]] = {}
         self._lock = threading.Lock()
 
     def index(self, item: EvalItem) -> LexicalIndex:
@@ -103,7 +107,15 @@ class BM25Retriever:
         return idx
 
     def __call__(self, item: EvalItem, k: int) -> list[Passage]:
-        return self.index(item).search(item.question, k)
+        key = (item.doc_id, len(item.document), item.question)
+        with self._lock:
+            done = self._searches.get(key)
+        if done is not None and (done[0] >= k or len(done[1]) < done[0]):
+            return done[1][:k]  # a list of its own: callers may change it
+        found = self.index(item).search(item.question, k)
+        with self._lock:
+            self._searches[key] = (k, found)
+        return list(found)
 
 
 def resolve_cache(
@@ -461,8 +473,14 @@ async def aevaluate(
         on_error=on_error,
     )
     started = time.perf_counter()
+    # matplotlib is imported (in a worker process) while the run goes on
+    worker = start_figure_worker() if out is not None else None
     try:
         records = await _run_items(session, items, ks, methods, concurrency, progress)
+    except BaseException:
+        if worker is not None:
+            worker.close()
+        raise
     finally:
         if store is not None and own_cache:
             store.close()
@@ -490,7 +508,7 @@ async def aevaluate(
     if out is not None:
         from selfroute.eval._report import write_outputs
 
-        write_outputs(summary, Path(out))
+        write_outputs(summary, Path(out), figure_worker=worker)
     return summary
 
 

@@ -8,6 +8,7 @@ The online runner (:mod:`selfroute.eval._runner`) and the batch runner
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from selfroute._pricing import PriceTable
 from selfroute._prompts import Prompts
 from selfroute._result import Passage, Stage
 from selfroute._structured import load_structured, structured_unsupported
-from selfroute._tokens import TokenCounter
+from selfroute._tokens import TokenCounter, count_in_prompt
 from selfroute._usage import Usage
 from selfroute.eval._cache import ResponseCache
 from selfroute.eval._data import EvalItem
@@ -51,6 +52,18 @@ Retriever = Callable[[EvalItem, int], Sequence[Passage]]
 FAIL_FAST_AFTER = 5
 #: Stands in for the context when a prompt template is rendered to find the context in a prompt.
 CONTEXT_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
+
+
+#: Contexts at least this long enter the memo key by their own digest (see Session._memo_key).
+_DIGEST_FROM = 16_384
+
+
+def _memo_key(identity: str, prompt: str) -> bytes:
+    """This run's key for a reader call (a digest: the prompts are not kept alive)."""
+    digest = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+    digest.update(b"\x00")
+    digest.update(prompt.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def _split_template(rendered: str) -> tuple[str, str]:
@@ -79,7 +92,7 @@ class Session:
     cache: ResponseCache | None
     prices: PriceTable | None
     on_error: str
-    memo: dict[str, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
+    memo: dict[bytes, asyncio.Future[tuple[Generation, float]]] = field(default_factory=dict)
     model_calls: int = 0
     succeeded: int = 0
     failed: int = 0
@@ -99,9 +112,40 @@ class Session:
             self.stopped = stop
             raise stop from error
 
+    digests: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+
     @property
     def counter(self) -> TokenCounter:
         return self.config.counter
+
+    def _bodies(self, request: ModelRequest) -> list[str]:
+        """The texts inside ``request``'s prompt that recur across calls: the document, or each
+        passage (the chunks of a document recur across questions and methods)."""
+        if request.stage is Stage.RAG:
+            return request.context.split(self.config.prompts.passage_separator)
+        return [request.context]
+
+    def _memo_key(self, identity: str, request: ModelRequest) -> bytes:
+        """This run's key for a reader call: a digest of the reader and the prompt (the prompts
+        are not kept alive). A long context inside the prompt enters as its own digest, taken once
+        per context object, so a 200k-character prompt is not hashed on every call."""
+        prompt, context = request.prompt, request.context
+        at = prompt.find(context[:64]) if len(context) >= _DIGEST_FROM else -1
+        if at < 0 or not prompt.startswith(context, at):
+            return _memo_key(identity, prompt)
+        hit = self.digests.get(id(context))
+        if hit is None or hit[0] is not context:
+            digest = hashlib.blake2b(context.encode("utf-8", "surrogatepass"), digest_size=20)
+            hit = (context, digest.digest())
+            if len(self.digests) >= 8:
+                self.digests.pop(next(iter(self.digests)))
+            self.digests[id(context)] = hit
+        parts = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+        for piece in (prompt[:at], prompt[at + len(context) :]):
+            parts.update(b"\x00%d\x00" % len(piece))
+            parts.update(piece.encode("utf-8", "surrogatepass"))
+        parts.update(b"\x01" + hit[1])
+        return parts.digest()
 
     async def _fresh(self, reader: Reader, request: ModelRequest) -> tuple[Generation, float]:
         t0 = time.perf_counter()
@@ -131,9 +175,9 @@ class Session:
         speculative: bool = False,
     ) -> Generation:
         """One reader call, served from the cache (disk, or this run) when it was made before."""
-        prompt_tokens = self.counter.count(request.prompt)
+        prompt_tokens = count_in_prompt(self.counter, request.prompt, *self._bodies(request))
         identity = reader.cache_identity()
-        key = ResponseCache.key(identity, request.prompt)
+        key = self._memo_key(identity, request)
         cached = True
         future = self.memo.get(key)
         if future is None:

@@ -68,11 +68,13 @@ def test_without_lc_there_is_no_comparison_figure(tmp_path: Path) -> None:
 
 def test_missing_matplotlib_skips_figures_but_keeps_results(tmp_path: Path, monkeypatch) -> None:
     import selfroute.eval._report as report
+    import selfroute.eval._runner as runner
 
     def no_matplotlib():
         raise MissingDependencyError("matplotlib", "eval")
 
     monkeypatch.setattr(report, "_pyplot", no_matplotlib)
+    monkeypatch.setattr(runner, "start_figure_worker", lambda: None)  # drawn here, or not at all
     summary = evaluate(
         ITEMS, reader=OracleReader(), ks=[1, 3], config=CFG, cache=False, out=tmp_path
     )
