@@ -139,7 +139,8 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
         metadata_mode: How node metadata goes into the RAG prompt (default: text only).
         long_context_window: The LC window in tokens for fitting; ``"auto"`` (default) uses
             ``long_context_llm.metadata.context_window``; ``None`` sends documents unfitted.
-        retraction_text: Streamed between a retracted RAG answer and the long-context answer.
+        retraction_text: Streamed after text that is withdrawn (a retracted RAG answer before
+            the long-context answer, or shown text before "Not found in the documents.").
         llm_kwargs: Extra keyword arguments for every LLM call.
         callback_manager: Callback manager (default ``Settings.callback_manager``).
         **settings: :class:`selfroute.RouteConfig` fields: ``k``, ``strict``, ``answer_tokens``,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +64,17 @@ def test_stream_replay_counts_fewer_retractions_with_a_hold(
     assert held.percentile(0.5) > plain.percentile(0.5)  # ... at a cost in first-token delay
     assert stream_replay.main([str(FIXTURES / "ragtruth_labelled.jsonl"), "--hold", "0"]) == 0
     assert "| 0 |" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_verdict_ab_times_trees_against_the_first() -> None:
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.verdict_ab", str(root), str(root), "--rounds", "1"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith(f"| {root} ")]
+    assert len(rows) == 2 and "1.000 / 1.000" in rows[0], out
