@@ -49,8 +49,8 @@ from selfroute._verdict import DeclineDetector, DeclinePattern, check_detector, 
 
 __all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
 
-_QUERY = ("ask", "chat")
-_VERDICT = ("ask", "chat", "verdicts")
+_QUERY = ("ask", "chat", "mcp", "serve")
+_VERDICT = ("ask", "chat", "verdicts", "mcp", "serve")
 
 
 def _prices_from_cli(values: Mapping[str, Any]) -> PriceTable | None:
