@@ -10,11 +10,13 @@ bound), the models through :mod:`selfroute._serve._clients`. No routing logic li
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from selfroute._errors import InvalidInputError
+from selfroute._errors import InvalidInputError, SelfRouteError
 from selfroute._faults import classified
 from selfroute._fitting import ContextDocument
 from selfroute._flow import (
@@ -23,6 +25,7 @@ from selfroute._flow import (
     Generation,
     GenerationChunk,
     LoadLongContext,
+    ResultEvent,
     Retrieve,
     adrive,
     arun_flow,
@@ -33,10 +36,26 @@ from selfroute._result import Passage, RouteResult, Stage
 from selfroute._serve._clients import AsyncChatClient, async_client
 from selfroute.cli._commands import RouteSetup
 
-__all__ = ["AsyncHandler", "RouteService", "StepNotice", "source_ref"]
+__all__ = ["AsyncHandler", "Busy", "Observer", "RouteService", "Slots", "StepNotice", "source_ref"]
 
 #: ``await on_step(notice)`` before each step of a question (progress reports).
 StepCallback = Callable[["StepNotice"], Awaitable[None]]
+
+
+class Busy(SelfRouteError):
+    """No slot freed up within the queue timeout."""
+
+
+class Slots(Protocol):
+    """A concurrency limit: ``async with slots.slot(): ...`` answers one question."""
+
+    def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Wait for a free slot (or raise when none frees up in time)."""
+        ...
+
+
+#: ``observer(collection, result, seconds)`` after each answered question (metrics).
+Observer = Callable[[str, RouteResult, float], None]
 
 
 @dataclass(frozen=True)
@@ -143,6 +162,8 @@ class RouteService:
     """
 
     def __init__(self, setup: RouteSetup, *, max_question_chars: int, name: str) -> None:
+        self.slots: Slots | None = None
+        self.observer: Observer | None = None
         self.setup = setup
         self.name = name
         self.max_question_chars = max_question_chars
@@ -171,15 +192,40 @@ class RouteService:
     def _handler(self, on_step: StepCallback | None) -> AsyncHandler:
         return AsyncHandler(self.setup, self.clients, on_step)
 
-    async def answer(self, question: str, *, on_step: StepCallback | None = None) -> RouteResult:
-        """Answer one question (the core's flow on the async driver)."""
-        flow = self_route_flow(self.check(question), self.setup.config)
-        return await arun_flow(flow, self._handler(on_step))
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.slots.slot() if self.slots is not None else contextlib.nullcontext()
 
-    def stream(self, question: str) -> AsyncIterator[FlowEvent]:
-        """The core's stream events of one question (answer text as it can be shown)."""
+    def _observe(self, result: RouteResult, t0: float) -> None:
+        if self.observer is not None:
+            self.observer(self.name, result, time.perf_counter() - t0)
+
+    async def answer(self, question: str, *, on_step: StepCallback | None = None) -> RouteResult:
+        """Answer one question (the core's flow on the async driver), in a free slot.
+
+        Raises:
+            InvalidInputError: A bad question (before waiting for a slot).
+        """
         flow = self_route_flow(self.check(question), self.setup.config)
-        return adrive(flow, self._handler(None), stream=True)
+        async with self._slot():
+            t0 = time.perf_counter()
+            result = await arun_flow(flow, self._handler(on_step))
+        self._observe(result, t0)
+        return result
+
+    async def stream(self, question: str) -> AsyncIterator[FlowEvent]:
+        """The core's stream events of one question (answer text as it can be shown), in a free
+        slot (the question is checked before the first event is asked for)."""
+        flow = self_route_flow(self.check(question), self.setup.config)
+        async with self._slot():
+            t0 = time.perf_counter()
+            events = adrive(flow, self._handler(None), stream=True)
+            try:
+                async for event in events:
+                    if isinstance(event, ResultEvent):
+                        self._observe(event.result, t0)
+                    yield event
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
 
     async def search(self, query: str, k: int) -> list[dict[str, Any]]:
         """The top ``k`` chunks for ``query`` (no model call)."""

@@ -121,7 +121,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("keys", "--keys", _text, None, "JSON file of bearer keys: {\"KEY\": {\"collection\": NAME, \"max_lc_calls\": N}}; each key sees only its collection", _SERVE, metavar="FILE", default_doc="no keys: loopback only, the --collection for everyone"),
     Setting("max_concurrency", "--max-concurrency", _positive_int, 32, "questions answered at once; more wait in line", _SERVE, metavar="N"),
     Setting("queue_timeout", "--queue-timeout", _positive_float, 30.0, "seconds a question may wait for a free slot before a 503", _SERVE, metavar="S"),
-    Setting("request_deadline", "--request-deadline", _positive_float, 300.0, "seconds for a whole request (waiting included); past it a 504", _SERVE, metavar="S"),
     Setting("max_body_kb", "--max-body-kb", _positive_int, 256, "largest request body in KiB; a larger one is a 413 before it is read", _SERVE, metavar="KB"),
     Setting("shutdown_timeout", "--shutdown-timeout", _positive_float, 60.0, "seconds SIGTERM waits for requests in flight", _SERVE, metavar="S"),
 )  # fmt: skip

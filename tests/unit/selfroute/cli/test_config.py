@@ -82,7 +82,6 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "keys": "/tmp/keys.json",
         "max_concurrency": "4",
         "queue_timeout": "2.5",
-        "request_deadline": "20",
         "max_body_kb": "64",
         "shutdown_timeout": "5",
     }
@@ -106,7 +105,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "/tmp/keys.json",
         4,
     )
-    assert (serve.queue_timeout, serve.request_deadline, serve.max_body_kb) == (2.5, 20.0, 64)
+    assert (serve.queue_timeout, serve.deadline, serve.max_body_kb) == (2.5, 60.0, 64)
     assert (serve.shutdown_timeout, serve.max_question_chars, serve.k) == (5.0, 900, 3)
     mcp = resolve(_args("mcp"), "mcp", environ=environ)
     assert (mcp.max_question_chars, mcp.collection, mcp.embedding) == (900, "docs", "offline")
