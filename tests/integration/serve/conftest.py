@@ -77,7 +77,7 @@ class Served:
         base_url = model if isinstance(model, str) else model.base_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             command(
                 "serve",
@@ -126,6 +126,12 @@ class Served:
                 self.process.kill()
                 self.process.wait()
         return int(self.process.returncode)
+
+    def close(self) -> int:
+        """Stop, then drop the log; the exit code."""
+        code = self.stop()
+        self.log.close()
+        return code
 
 
 @pytest.fixture(scope="module")
