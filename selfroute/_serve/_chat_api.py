@@ -88,7 +88,7 @@ def api_error(exc: SelfRouteError) -> ApiError:
         return ApiError(503, str(exc), code="busy")
     if isinstance(exc, (InvalidInputError, ContextOverflowError)):
         return ApiError(400, str(exc), code="invalid_question", param="messages")
-    if "deadline_s" in exc.context:
+    if exc.context.get("deadline_s") is not None:
         return ApiError(504, str(exc), code="deadline_exceeded")
     if isinstance(exc, ConfigurationError):
         return ApiError(502, f"the model server refused the request: {exc}", code="upstream_error")
@@ -213,14 +213,16 @@ async def stream_completion(
     shown = ""
     try:
         async for event in service.stream(question):
-            if not sent:  # the first event: a slot was free and the flow started
-                sent = True
+            if isinstance(event, RouteEvent) and event.route is Route.LONG_CONTEXT:
+                shown = ""  # nothing of the RAG draft was sent
+                continue
+            live = isinstance(event, TokenEvent) and event.stage is Stage.LONG_CONTEXT
+            if not sent and (live or isinstance(event, ResultEvent)):
+                sent = True  # the first text: until now a failure still gets its own status
                 yield role
-            if isinstance(event, TokenEvent) and event.stage is Stage.LONG_CONTEXT:
+            if isinstance(event, TokenEvent) and live:
                 shown += event.text
                 yield chunk({"content": event.text})
-            elif isinstance(event, RouteEvent) and event.route is Route.LONG_CONTEXT:
-                shown = ""  # nothing of the RAG draft was sent
             elif isinstance(event, ResultEvent):
                 result = event.result
                 answer = answer_text(result)

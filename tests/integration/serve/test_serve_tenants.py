@@ -57,7 +57,12 @@ def chat(served: Served, key: str, question: str) -> object:
 )
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("POST", "/v1/chat/completions"), ("GET", "/v1/models"), ("POST", "/mcp"), ("GET", "/metrics")],
+    [
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/models"),
+        ("POST", "/mcp"),
+        ("GET", "/metrics"),
+    ],
 )
 def test_no_key_or_a_wrong_key_is_401_before_any_work(
     served: Served, model: ScriptedOpenAIServer, headers: dict[str, str], method: str, path: str
@@ -109,7 +114,9 @@ async def test_tenants_see_only_their_collection_over_mcp(
     async with mcp_session(served.url, PACKETS_KEY) as session:
         found = await session.call_tool("search", {"query": OIL.question, "k": 10})
         stats = await session.call_tool("stats", {})
-    assert all(h["document"].endswith("packet_switching.pdf") for h in found.structured_content["hits"])
+    assert all(
+        h["document"].endswith("packet_switching.pdf") for h in found.structured_content["hits"]
+    )
     assert all(OIL.evidence not in h["text"] for h in found.structured_content["hits"])
     assert stats.structured_content["documents"] == 1
 
@@ -149,7 +156,12 @@ async def test_an_mcp_session_of_one_key_is_unknown_to_another(
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
         },
-        json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "oil"}}},
+        json={
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "oil"}},
+        },
     )
     assert stolen.status_code == 404, stolen.text
     assert OIL.evidence not in stolen.text
