@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.integration.cli.scripted import CLERK, OIL
 from tests.integration.serve.conftest import Served
