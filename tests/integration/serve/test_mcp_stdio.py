@@ -3,21 +3,24 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from tests.integration.cli.scripted import CLERK, NOT_THERE, OIL
+from tests.integration.cli.scripted import CLERK, NOT_THERE, OIL, reader
 from tests.integration.serve.conftest import child_env, command
-from tests.support.openai_server import ScriptedOpenAIServer
+from tests.support.openai_server import Reply, ScriptedOpenAIServer
 
 mcp = pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 
 @asynccontextmanager
@@ -172,3 +175,20 @@ async def test_model_server_down_is_a_clear_tool_error(store: Path) -> None:
         bad = await client.call_tool("ask", {"question": OIL.question})
     assert bad.is_error
     assert "could not reach the model server" in bad.content[0].text
+
+
+async def test_a_cancelled_ask_cancels_the_model_call(
+    store: Path, reader_server: ScriptedOpenAIServer
+) -> None:
+    # the reply comes one byte every 0.1 s (a minute in all): only a closed connection ends it
+    reader_server.responder = lambda body: Reply(OIL.answer * 20, kind="drip", drip_s=0.1)
+    async with session(store, reader_server, "--timeout", "120") as client:
+        with pytest.raises(MCPError):
+            await client.call_tool("ask", {"question": OIL.question}, read_timeout_seconds=2)
+        deadline = time.monotonic() + 15
+        while reader_server.in_flight and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        assert reader_server.calls == 1 and reader_server.in_flight == 0  # the call was cut
+        reader_server.responder = reader
+        good = await client.call_tool("ask", {"question": OIL.question})  # the server lives on
+    assert good.structured_content["answer"] == OIL.answer
