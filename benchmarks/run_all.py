@@ -48,6 +48,7 @@ BENCHMARKS: dict[str, str] = {
     "8": "benchmarks.bench_scale",
     "9": "benchmarks.bench_batch",
     "10": "benchmarks.bench_startup",
+    "11": "benchmarks.bench_serve",
 }
 
 START = "<!-- results:start -->"

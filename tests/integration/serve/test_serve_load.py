@@ -103,7 +103,10 @@ async def test_sigterm_during_load_loses_no_accepted_request(
         try:
             reply = await http.post(
                 f"{served.url}/v1/chat/completions",
-                json={"model": "selfroute", "messages": [{"role": "user", "content": OIL.question}]},
+                json={
+                    "model": "selfroute",
+                    "messages": [{"role": "user", "content": OIL.question}],
+                },
             )
         except httpx.ConnectError:  # the listener had closed: never accepted
             results.append("refused")
