@@ -20,8 +20,8 @@ from tests.support.openai_server import ScriptedOpenAIServer
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 PAGE = "docs/serve.md"
 PAGE_URL = "http://127.0.0.1:8000"

@@ -20,7 +20,7 @@ from tests.support.openai_server import ScriptedOpenAIServer
 
 pytest.importorskip("mcp")
 
-from tests.integration.serve.mcp_http import mcp_ask  # noqa: E402
+from tests.integration.serve.mcp_http import mcp_ask
 
 KEYS = {"sk-load-oil-00000000": "oil", "sk-load-packets-0000": "packets"}
 QUESTIONS = (OIL.question, PACKETS.question, NOT_THERE)
@@ -83,7 +83,7 @@ async def test_64_concurrent_mixed_clients_match_sequential(
             assert got[1] == KEYS[key]  # the tenant's own collection
         model.reset()
         concurrent = await asyncio.gather(*(run(served.url, job, http) for job in jobs()))
-    for job, got in zip(jobs(), concurrent):
+    for job, got in zip(jobs(), concurrent, strict=True):
         assert got == sequential[job], job
     assert model.max_in_flight > 8  # the calls really overlapped
     for request in model.requests:  # no cross-talk: packets' prompts never hold the oil article
