@@ -189,7 +189,7 @@ def run(ctx: BenchContext) -> BenchResult:
                 f"latency per question {label} (added by serve)",
                 fmt_ms(base),
                 fmt_ms(ours),
-                f"+{added * 1000:.1f} ms",
+                f"{added * 1000:+.1f} ms",
                 "<= +5 ms" if target else "",
                 (added <= 0.005) if target else None,
             )

@@ -192,3 +192,41 @@ async def test_a_cancelled_ask_cancels_the_model_call(
         reader_server.responder = reader
         good = await client.call_tool("ask", {"question": OIL.question})  # the server lives on
     assert good.structured_content["answer"] == OIL.answer
+
+
+def test_malformed_json_rpc_is_dropped_and_the_server_lives_on(
+    store: Path, reader_server: ScriptedOpenAIServer
+) -> None:
+    import json
+    import subprocess
+
+    cmd = command(
+        "mcp", "--store", str(store), "--collection", "main", "--base-url", reader_server.base_url
+    )
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    lines = [
+        "this is not json",
+        json.dumps({"jsonrpc": "2.0", "id": 7}),  # neither a request nor a response
+        json.dumps(init),
+    ]
+    done = subprocess.run(
+        cmd,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    # the SDK drops a line it cannot parse (it has no id to answer); the next request is served
+    assert [r.get("id") for r in replies] == [1] and "result" in replies[0], done.stdout
+    assert "Traceback" not in done.stderr

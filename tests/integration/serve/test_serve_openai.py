@@ -195,3 +195,39 @@ def test_a_chunked_body_over_the_limit_is_cut_off(
     reply = httpx.post(f"{served.url}/v1/chat/completions", content=parts(), timeout=30)
     assert reply.status_code == 413
     assert model.calls == 0
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b"{not json-rpc", 400),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call"}', 400),  # no session
+        (
+            b'{"jsonrpc": "2.0", "method": "initialize", "id": 1, "params": "'
+            + b"x" * 20000
+            + b'"}',
+            413,
+        ),
+    ],
+)
+def test_bad_mcp_posts_are_refused_and_the_server_lives_on(
+    served: Served, model: ScriptedOpenAIServer, body: bytes, status: int
+) -> None:
+    reply = httpx.post(f"{served.url}/mcp", content=body, headers=MCP_HEADERS, timeout=30)
+    assert reply.status_code == status, reply.text
+    assert model.calls == 0
+    assert ask(served, OIL.question).choices[0].message.content == OIL.answer
+
+
+async def test_mcp_over_http_answers_like_v1(served: Served, model: ScriptedOpenAIServer) -> None:
+    pytest.importorskip("mcp")
+    from tests.integration.serve.mcp_http import mcp_ask
+
+    over_mcp = await mcp_ask(served.url, CLERK.question)
+    over_v1 = ask(served, CLERK.question)
+    assert over_mcp["answer"] == over_v1.choices[0].message.content == CLERK.answer
+    assert over_mcp["route"] == over_v1.model_extra["selfroute"]["route"] == "long_context"
+    assert over_mcp["tokens"] == over_v1.model_extra["selfroute"]["tokens"]
