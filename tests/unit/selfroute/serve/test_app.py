@@ -13,13 +13,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from selfroute._errors import ConfigurationError  # noqa: E402
-from selfroute._serve._app import Limits, ServeApp, SlotGate, load_keys, make_tenant  # noqa: E402
-from selfroute._serve._chat_api import ApiError, question_of  # noqa: E402
-from selfroute._serve._commands import build_service  # noqa: E402
-from selfroute._serve._service import Busy  # noqa: E402
-from selfroute.cli import build_parser  # noqa: E402
-from selfroute.cli._commands import settings_for  # noqa: E402
+from selfroute._errors import ConfigurationError
+from selfroute._serve._app import Limits, ServeApp, SlotGate, load_keys, make_tenant
+from selfroute._serve._chat_api import ApiError, question_of
+from selfroute._serve._commands import build_service
+from selfroute._serve._service import Busy
+from selfroute.cli import build_parser
+from selfroute.cli._commands import settings_for
 
 DOC = Path(__file__).parents[3] / "fixtures" / "docs" / "1973_oil_crisis.html"
 QUESTION = "Who proclaimed the oil embargo in October 1973?"
