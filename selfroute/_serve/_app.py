@@ -375,6 +375,9 @@ class ServeApp:
                 return
             raw += message.get("body", b"")
             more = bool(message.get("more_body"))
+        await _until_disconnect(receive, self._answer(tenant, raw, send))
+
+    async def _answer(self, tenant: Tenant, raw: bytes, send: Send) -> None:
         try:
             try:
                 body = json.loads(raw.decode("utf-8"))
@@ -425,6 +428,28 @@ class ServeApp:
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
         await send({"type": "http.response.body", "body": b""})
+
+
+async def _until_disconnect(receive: Receive, work: Awaitable[None]) -> None:
+    """Run ``work``; when the client goes away first, cancel it, and the model calls with it
+    (their connections close, so the provider stops generating)."""
+    task = asyncio.ensure_future(work)
+
+    async def gone() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(gone())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if not task.cancelled():
+        task.result()  # its failure, if any
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.integration.cli.scripted import CLERK, OIL
 from tests.integration.serve.conftest import Served
@@ -149,3 +150,32 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(
     assert [r.status_code for r in replies] == [200, 200, 200]
     assert all(r.json()["choices"][0]["message"]["content"] == OIL.answer for r in replies)
     served.log.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_that_goes_away_cancels_the_model_call(
+    store: Path, model: ScriptedOpenAIServer, stream: bool
+) -> None:
+    import json
+    import socket
+
+    from tests.support.openai_server import Reply
+
+    # one byte every 0.1 s (a minute in all): only a closed connection ends the call early
+    model.responder = lambda body: Reply(OIL.answer * 20, kind="drip", drip_s=0.1)
+    served = Served(store, model, "--timeout", "120")
+    try:
+        body = json.dumps({**BODY, "stream": stream}).encode()
+        head = (
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        with socket.create_connection(("127.0.0.1", served.port)) as client:
+            client.sendall(head.encode() + body)
+            wait_for(lambda: model.in_flight == 1)  # the model call is running
+        # the client is gone: the server cancels the question, closing the model's connection
+        wait_for(lambda: model.in_flight == 0, timeout=15)
+        assert model.calls == 1
+        assert httpx.get(f"{served.url}/healthz").json()["in_flight"] == 0
+    finally:
+        assert served.close() == 0
