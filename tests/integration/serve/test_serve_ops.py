@@ -161,8 +161,11 @@ def test_a_client_that_goes_away_cancels_the_model_call(
 
     from tests.support.openai_server import Reply
 
-    # one byte every 0.1 s (a minute in all): only a closed connection ends the call early
-    model.responder = lambda body: Reply(OIL.answer * 20, kind="drip", drip_s=0.1)
+    if stream:  # 200 streamed pieces 0.3 s apart: only a closed connection ends the call early
+        model.responder = lambda body: Reply("word " * 200)
+        model.token_delay_s = 0.3
+    else:  # one byte every 0.1 s (a minute in all)
+        model.responder = lambda body: Reply(OIL.answer * 20, kind="drip", drip_s=0.1)
     served = Served(store, model, "--timeout", "120")
     try:
         body = json.dumps({**BODY, "stream": stream}).encode()
@@ -178,4 +181,5 @@ def test_a_client_that_goes_away_cancels_the_model_call(
         assert model.calls == 1
         assert httpx.get(f"{served.url}/healthz").json()["in_flight"] == 0
     finally:
+        model.token_delay_s = 0.0
         assert served.close() == 0
