@@ -141,13 +141,16 @@ def load_keys(path: str) -> dict[str, dict[str, Any]]:
     return data
 
 
-def make_tenant(service: RouteService, *, loopback: bool) -> Tenant:
-    """A tenant: the service, its MCP server and that server's streamable HTTP app."""
+def make_tenant(service: RouteService, *, check_host: bool) -> Tenant:
+    """A tenant: the service, its MCP server and that server's streamable HTTP app.
+
+    ``check_host`` keeps the SDK's DNS-rebinding protection (only a loopback ``Host``); with
+    keys it is off (a rebound page cannot know a key, and a reverse proxy sends its own name)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     mcp = build_mcp(service)
     security = (
-        None if loopback else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        None if check_host else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     )
     app = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=security)
     return Tenant(service.name, service, mcp, app)
@@ -290,6 +293,15 @@ class ServeApp:
                 ApiError(503, "the server is shutting down", code="shutting_down"),
                 connection="close",
                 retry_after="1",
+            )
+            return
+        if self.keys is None and not _loopback_host(scope):
+            self.metrics.rejected.labels("host").inc()
+            await _error(
+                send,
+                ApiError(
+                    403, "without --keys only a loopback Host is served", code="forbidden_host"
+                ),
             )
             return
         size = _content_length(scope)
@@ -450,6 +462,16 @@ async def _until_disconnect(receive: Receive, work: Awaitable[None]) -> None:
                 await task
     if not task.cancelled():
         task.result()  # its failure, if any
+
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _loopback_host(scope: Scope) -> bool:
+    """Whether the ``Host`` header names this machine (a DNS-rebound page names another)."""
+    host = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1").lower()
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return not host or name in _LOOPBACK_NAMES
 
 
 def _content_length(scope: Scope) -> int | None:

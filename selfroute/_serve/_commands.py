@@ -64,7 +64,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _tenants(settings: Settings, keys: dict[str, dict[str, Any]], loopback: bool) -> dict[str, Any]:
+def _tenants(settings: Settings, keys: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Key -> tenant; keys with the same collection and budget share one tenant."""
     from selfroute._serve._app import make_tenant
 
@@ -77,7 +77,7 @@ def _tenants(settings: Settings, keys: dict[str, dict[str, Any]], loopback: bool
             tenant_set = tenant_settings(
                 settings, collection=spec["collection"], max_lc_calls=calls
             )
-            built[ident] = make_tenant(build_service(tenant_set, None), loopback=loopback)
+            built[ident] = make_tenant(build_service(tenant_set, None), check_host=False)
         out[key] = built[ident]
     return out
 
@@ -103,9 +103,9 @@ def build_app(settings: Settings) -> Any:
                 f"--host {settings.host}: without --keys the server listens on 127.0.0.1 only "
                 "(anyone who can reach it could spend your model budget); give --keys FILE"
             )
-        default = make_tenant(build_service(settings, None), loopback=True)
+        default = make_tenant(build_service(settings, None), check_host=True)
         return ServeApp(None, default, limits)
-    return ServeApp(_tenants(settings, load_keys(settings.keys), loopback), None, limits)
+    return ServeApp(_tenants(settings, load_keys(settings.keys)), None, limits)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ def service(*extra: str) -> Any:
 
 
 def app(keys: bool = False, **limits: Any) -> ServeApp:
-    tenant = make_tenant(service(), loopback=True)
+    tenant = make_tenant(service(), check_host=not keys)
     if keys:
         return ServeApp({KEY: tenant}, None, Limits(**limits))
     return ServeApp(None, tenant, Limits(**limits))
@@ -65,6 +65,17 @@ async def test_keys_are_required_and_checked() -> None:
     assert (await post(target, BODY)).status_code == 401
     assert (await post(target, BODY, authorization="Bearer sk-other-key-000")).status_code == 401
     assert (await post(target, BODY, authorization=f"bearer {KEY}")).status_code == 200
+
+
+async def test_without_keys_only_a_loopback_host_is_served() -> None:
+    rebound = await post(app(), BODY, host="evil.example.com")
+    assert rebound.status_code == 403 and rebound.json()["error"]["code"] == "forbidden_host"
+    assert (await post(app(), BODY, host="localhost:8000")).status_code == 200
+    assert (
+        await post(
+            app(keys=True), BODY, host="selfroute.example.com", authorization=f"Bearer {KEY}"
+        )
+    ).status_code == 200
 
 
 async def test_body_limit_and_draining() -> None:
