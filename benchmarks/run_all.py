@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, str] = {
     "10": "benchmarks.bench_startup",
     "11": "benchmarks.bench_tracing",
     "12": "benchmarks.bench_eval",
+    "13": "benchmarks.bench_serve",
 }
 
 START = "<!-- results:start -->"

@@ -55,8 +55,8 @@ from selfroute._verdict import DeclineDetector, DeclinePattern, check_detector, 
 
 __all__ = ["OnError", "RouteConfig", "clean_answer", "validate_question"]
 
-_QUERY = ("ask", "chat")
-_VERDICT = ("ask", "chat", "verdicts")
+_QUERY = ("ask", "chat", "mcp", "serve")
+_VERDICT = ("ask", "chat", "verdicts", "mcp", "serve")
 #: The argument groups of ``selfroute eval --help`` that route settings join.
 _RUN = "run"
 _POLICY = "policy"

@@ -247,6 +247,53 @@ def _add_eval(sub: Any, common: argparse.ArgumentParser) -> None:
     _register_eval(sub)
 
 
+def _serve_run(name: str) -> Any:
+    def handler(args: argparse.Namespace) -> int:
+        from selfroute._serve import _commands
+
+        return int(getattr(_commands, f"run_{name}")(args))
+
+    return handler
+
+
+def _add_mcp(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    mcp = sub.add_parser(
+        "mcp",
+        parents=[common],
+        help="serve Self-Route over the store as MCP tools on stdio (Claude Desktop, Cursor, VS Code)",
+        description="An MCP server on stdin/stdout with the tools ask (Self-Route's answer, route, "
+        "sources and savings), search (the top chunks, no model call) and stats. Takes the "
+        "store, model and retrieval settings of `ask`. Needs the serve extra.",
+        epilog=_EPILOG,
+    )
+    mcp.add_argument(
+        "--doc",
+        metavar="FILE",
+        help="Self-Route over this one file instead of the store (BM25 over its chunks)",
+    )
+    add_settings(mcp, "mcp")
+    mcp.set_defaults(func=_serve_run("mcp"))
+
+
+def _add_serve(sub: Any, common: argparse.ArgumentParser) -> None:
+    from selfroute.cli._config import add_settings
+
+    serve = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="serve Self-Route over HTTP: /mcp (MCP) and /v1/chat/completions (OpenAI-compatible)",
+        description="One HTTP server (uvicorn): the MCP tools at /mcp (streamable HTTP), Self-Route "
+        "as an OpenAI-compatible model named `selfroute` at /v1/chat/completions and /v1/models, "
+        "/healthz and /metrics. --keys gives each bearer key its own collection. Takes the store, "
+        "model and retrieval settings of `ask`. Needs the serve extra.",
+        epilog=_EPILOG,
+    )
+    add_settings(serve, "serve")
+    serve.set_defaults(func=_serve_run("serve"))
+
+
 #: Each subcommand, in the order ``--help`` lists them, with what adds its parser.
 _COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
     "index": _add_index,
@@ -258,6 +305,8 @@ _COMMANDS: dict[str, Callable[[Any, argparse.ArgumentParser], None]] = {
     "eval": _add_eval,
     "calibrate": _add_calibrate,
     "verdicts": _add_verdicts,
+    "mcp": _add_mcp,
+    "serve": _add_serve,
 }
 
 

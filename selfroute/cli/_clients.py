@@ -102,12 +102,12 @@ class LangChainChat:
         self.name = model_name(llm) or type(llm).__name__
         self.window = model_window(llm)
 
-    def _message(self, prompt: str) -> list[Any]:
+    def message(self, prompt: str) -> list[Any]:
         from langchain_core.messages import HumanMessage
 
         return [HumanMessage(content=prompt)]
 
-    def _generation(self, output: Any, *, streamed: bool = False) -> Generation:
+    def generation(self, output: Any, *, streamed: bool = False) -> Generation:
         from langchain_selfroute._handlers import (
             message_finish_reason,
             message_model,
@@ -124,20 +124,20 @@ class LangChainChat:
 
     def generate(self, prompt: str) -> Generation:
         """``llm.invoke``."""
-        return self._generation(self.llm.invoke(self._message(prompt)))
+        return self.generation(self.llm.invoke(self.message(prompt)))
 
     def stream(self, prompt: str) -> Iterator[GenerationChunk]:
         """``llm.stream``: the text pieces, then the merged usage, model and finish reason."""
         from langchain_selfroute._handlers import message_text
 
         pieces = []
-        for piece in self.llm.stream(self._message(prompt)):
+        for piece in self.llm.stream(self.message(prompt)):
             pieces.append(piece)
             text = message_text(piece)
             if text:
                 yield GenerationChunk(text=text)
         merged = functools.reduce(operator.add, pieces) if pieces else ""
-        final = self._generation(merged, streamed=True)
+        final = self.generation(merged, streamed=True)
         yield GenerationChunk(
             text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
         )
@@ -150,7 +150,7 @@ class LangChainChat:
         runnable = structured_model(self.llm, request)
         if runnable is None:
             return None
-        output = runnable.invoke(self._message(request.prompt))
+        output = runnable.invoke(self.message(request.prompt))
         return structured_generation(output, self.name)
 
 

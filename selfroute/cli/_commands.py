@@ -53,6 +53,8 @@ from selfroute.stores._embedding import EmbeddingChoice
 from selfroute.stores._store import DocumentStore
 
 __all__ = [
+    "RouteSetup",
+    "route_setup",
     "run_ask",
     "run_chat",
     "run_index",
@@ -288,7 +290,7 @@ def _model_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _source(settings: Settings, doc: str | None) -> Any:
+def _source(settings: Settings, doc: str | None, store: DocumentStore | None = None) -> Any:
     """The passages and long context of ``ask``: BM25 over ``--doc``, else the store."""
     if doc is not None:
         from selfroute.stores._readers import read_document
@@ -300,7 +302,8 @@ def _source(settings: Settings, doc: str | None) -> Any:
         )
     from selfroute.stores._retriever import HybridRetriever
 
-    store = _store(settings, fast_reads=True)  # queries only: chromadb's bindings directly
+    if store is None:
+        store = _store(settings, fast_reads=True)  # queries only: chromadb's bindings directly
     store.embedding  # noqa: B018 - opens the collection: fail now, not at the first question
     return store_source(HybridRetriever(store, mode=settings.retrieval, k=settings.k))
 
@@ -323,8 +326,41 @@ def _retrieval_settings(settings: Settings, doc: str | None, store: Any = None) 
     return out
 
 
-def _session(settings: Settings, doc: str | None) -> _Session:
-    """``ask``/``chat`` on the core's flow with the framework-free model clients."""
+@dataclass
+class RouteSetup:
+    """What ``ask`` runs the core's flow with, before a driver is chosen (``ask``/``chat`` drive
+    it synchronously, ``mcp``/``serve`` asynchronously).
+
+    Attributes:
+        config: The core's settings.
+        source: The passages and the long context.
+        clients: The (sync) model client of each stage.
+        rag: The RAG model's spec.
+        long_context: The long-context model's spec.
+        currency: The price table's currency.
+        retrieval: How passages are found (``hybrid``, ``dense``, ``bm25``, ``bm25 over --doc``).
+        prices: The price table, when given.
+        store: The store (``None`` with ``--doc``).
+    """
+
+    config: RouteConfig
+    source: Any
+    clients: dict[Stage, Any]
+    rag: ModelSpec
+    long_context: ModelSpec
+    currency: str
+    retrieval: str
+    prices: PriceTable | None = None
+    store: DocumentStore | None = None
+
+
+def route_setup(settings: Settings, doc: str | None) -> RouteSetup:
+    """The flow's settings, source and model clients of ``ask`` (``--doc`` or the store).
+
+    Raises:
+        ConfigurationError: A bad setting, a missing key, a missing ``--doc`` file.
+        StoreError: The store cannot be opened.
+    """
     rag_spec, lc_spec = _specs(settings, doc)
     common = _model_options(settings)
     rag = build_client(rag_spec, flag="--model", **common)
@@ -336,9 +372,23 @@ def _session(settings: Settings, doc: str | None) -> _Session:
         long_context_window=lc.window if window == "auto" else window,
         long_context_model=lc.name,
     )
-    route = CliRoute(config, _source(settings, doc), {Stage.RAG: rag, Stage.LONG_CONTEXT: lc})
+    store = None if doc is not None else _store(settings, fast_reads=True)
+    source = _source(settings, doc, store)
     retrieval = "bm25 over --doc" if doc is not None else settings.retrieval
-    return _Session(route, rag_spec, lc_spec, currency, retrieval, kwargs.get("prices"))
+    clients = {Stage.RAG: rag, Stage.LONG_CONTEXT: lc}
+    prices = kwargs.get("prices")
+    return RouteSetup(
+        config, source, clients, rag_spec, lc_spec, currency, retrieval, prices, store
+    )
+
+
+def _session(settings: Settings, doc: str | None) -> _Session:
+    """``ask``/``chat`` on the core's flow with the framework-free model clients."""
+    setup = route_setup(settings, doc)
+    route = CliRoute(setup.config, setup.source, setup.clients)
+    return _Session(
+        route, setup.rag, setup.long_context, setup.currency, setup.retrieval, setup.prices
+    )
 
 
 def _batch_session(settings: Settings, doc: str | None) -> _Session:

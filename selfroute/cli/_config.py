@@ -68,9 +68,11 @@ CONFIG_FILE = "selfroute.toml"
 Setting = CliOption
 
 
-_STORE = ("index", "ask", "chat", "stats", "migrate", "unlock")
-_QUERY = ("ask", "chat")
-_VERDICT = ("ask", "chat", "verdicts")
+_STORE = ("index", "ask", "chat", "stats", "migrate", "unlock", "mcp", "serve")
+_QUERY = ("ask", "chat", "mcp", "serve")
+_VERDICT = ("ask", "chat", "verdicts", "mcp", "serve")
+_SERVED = ("mcp", "serve")
+_SERVE = ("serve",)
 
 #: The route settings, declared on :class:`selfroute.RouteConfig`'s fields (see
 #: :mod:`selfroute._settings`); the ones not placed in :data:`SETTINGS` come last.
@@ -81,8 +83,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("store", "--store", _text, ".selfroute", "folder of the embedded store and the BM25 index", _STORE, metavar="DIR"),
     Setting("collection", "--collection", _text, "selfroute", "collection name (documents go to NAME__documents)", _STORE, metavar="NAME"),
     Setting("chroma_url", "--chroma-url", _text, None, "use a Chroma server (chromadb.HttpClient) instead of the embedded store", _STORE, metavar="URL", default_doc="embedded store"),
-    Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat"), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
-    Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat"), metavar="URL", default_doc="OpenAI"),
+    Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat", *_SERVED), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
+    Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat", *_SERVED), metavar="URL", default_doc="OpenAI"),
     Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
     Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",), boolean=True),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),
@@ -113,6 +115,14 @@ SETTINGS: tuple[Setting, ...] = (
     _ROUTE["verdict"],
     _ROUTE["grounded"],
     _ROUTE["prices"],
+    Setting("max_question_chars", "--max-question-chars", _positive_int, 20000, "refuse a longer question (characters) before any work", _SERVED, metavar="N"),
+    Setting("host", "--host", _text, "127.0.0.1", "interface to listen on; anything but loopback needs --keys", _SERVE, metavar="HOST"),
+    Setting("port", "--port", _non_negative_int, 8000, "port to listen on (0: a free one, printed at start)", _SERVE, metavar="PORT"),
+    Setting("keys", "--keys", _text, None, "JSON file of bearer keys: {\"KEY\": {\"collection\": NAME, \"max_lc_calls\": N}}; each key sees only its collection", _SERVE, metavar="FILE", default_doc="no keys: loopback only, the --collection for everyone"),
+    Setting("max_concurrency", "--max-concurrency", _positive_int, 32, "questions answered at once; more wait in line", _SERVE, metavar="N"),
+    Setting("queue_timeout", "--queue-timeout", _positive_float, 30.0, "seconds a question may wait for a free slot before a 503", _SERVE, metavar="S"),
+    Setting("max_body_kb", "--max-body-kb", _positive_int, 256, "largest request body in KiB; a larger one is a 413 before it is read", _SERVE, metavar="KB"),
+    Setting("shutdown_timeout", "--shutdown-timeout", _positive_float, 60.0, "seconds SIGTERM waits for requests in flight", _SERVE, metavar="S"),
 )  # fmt: skip
 SETTINGS += tuple(s for s in _ROUTE.values() if s not in SETTINGS)
 

@@ -39,6 +39,7 @@ from selfroute._usage import Usage
 __all__ = [
     "BASE_URL_VARIABLES",
     "DEFAULT_BASE_URL",
+    "RETRY_STATUSES",
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
@@ -49,8 +50,11 @@ __all__ = [
     "ProviderHTTPError",
     "RateLimitError",
     "UnprocessableEntityError",
+    "backoff_s",
+    "error_message",
     "parse_usage",
     "response_format",
+    "retry_after",
     "status_error",
 ]
 
@@ -65,7 +69,7 @@ _HEADER_VARIABLES = (
     ("OpenAI-Project", "OPENAI_PROJECT_ID"),
 )
 #: Statuses worth another attempt (the ``openai`` SDK's list).
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _MAX_BACKOFF_S = 8.0
 
 
@@ -190,7 +194,13 @@ def response_format(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": spec}
 
 
-def _error_message(raw: bytes) -> str:
+def backoff_s(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt + 1`` (exponential, jittered, capped)."""
+    return float(min(0.5 * 2**attempt, _MAX_BACKOFF_S) * (1 - 0.25 * random.random()))
+
+
+def error_message(raw: bytes) -> str:
+    """The message of an error body (``error.message`` of an OpenAI body, else its start)."""
     text = raw.decode("utf-8", "replace")
     try:
         data = json.loads(text)
@@ -204,7 +214,7 @@ def _error_message(raw: bytes) -> str:
     return text.strip()[:300]
 
 
-def _retry_after(headers: Any) -> float | None:
+def retry_after(headers: Any) -> float | None:
     """Seconds the server asked to wait (``retry-after-ms`` / ``retry-after``), if sensible."""
     if headers is None:
         return None
@@ -341,22 +351,21 @@ class OpenAIChat:
                 return urllib.request.urlopen(request, timeout=self.timeout, context=self._tls())
             except urllib.error.HTTPError as exc:
                 with exc:
-                    message = _error_message(exc.read())
-                    wait = _retry_after(exc.headers)
+                    message = error_message(exc.read())
+                    wait = retry_after(exc.headers)
                 error: ModelOutputError = status_error(exc.code)(
                     f"HTTP {exc.code} from {self.url} (model {self.model}): {message}",
                     status_code=exc.code,
                     body=message,
                     model=self.model,
                 )
-                if exc.code not in _RETRY_STATUSES:
+                if exc.code not in RETRY_STATUSES:
                     raise error from None
             except (urllib.error.URLError, OSError) as exc:  # refused, reset, DNS, timeout
                 error = self._failure(exc)
             if attempt >= self.max_retries:
                 raise error
-            backoff = min(0.5 * 2**attempt, _MAX_BACKOFF_S) * (1 - 0.25 * random.random())
-            time.sleep(wait if wait is not None else backoff)
+            time.sleep(wait if wait is not None else backoff_s(attempt))
             attempt += 1
 
     def _read_json(self, response: Any) -> dict[str, Any]:

@@ -47,6 +47,7 @@ PAGE_RUNNERS = {
     "docs/llamaindex.md": "tests/integration/llamaindex_selfroute/test_docs_examples.py",
     "docs/batch.md": "tests/integration/batch/test_docs_batch.py",  # needs the Batch API server
     "docs/tracing.md": "tests/integration/test_docs_tracing.py",  # needs an OTLP receiver
+    "docs/serve.md": "tests/integration/serve/test_docs_serve.py",  # needs a running serve
 }
 
 _FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)

@@ -77,13 +77,20 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "speculate_below": "0.4",
         "prices": "gpt-4o-mini=0.15/0.6",
         "trace": "true",
+        "max_question_chars": "900",
+        "host": "0.0.0.0",
+        "port": "9000",
+        "keys": "/tmp/keys.json",
+        "max_concurrency": "4",
+        "queue_timeout": "2.5",
+        "max_body_kb": "64",
+        "shutdown_timeout": "5",
     }
     assert set(samples) == {s.name for s in SETTINGS}
     environ = {f"SELFROUTE_{k.upper()}": v for k, v in samples.items()}
-    for command in ("index", "ask", "stats"):
-        settings = resolve(
-            _args(command, *(["x"] if command == "index" else [])), command, environ=environ
-        )
+    for command in ("index", "ask", "stats", "mcp", "serve"):
+        words = {"index": ["x"], "ask": ["q"]}.get(command, [])
+        settings = resolve(_args(command, *words), command, environ=environ)
         for s in SETTINGS:
             if command in s.commands:
                 assert settings.source(s.name) == "env", s.name
@@ -93,6 +100,18 @@ def test_every_setting_resolves_from_the_environment() -> None:
     assert (ask.verdict, ask.grounded) == ("auto", True)
     assert (ask.retrieval_timeout, ask.deadline) == (5.0, 60.0)
     assert ask.trace is True
+    serve = resolve(_args("serve"), "serve", environ=environ)
+    assert (serve.host, serve.port, serve.keys, serve.max_concurrency) == (
+        "0.0.0.0",
+        9000,
+        "/tmp/keys.json",
+        4,
+    )
+    assert (serve.queue_timeout, serve.deadline, serve.max_body_kb) == (2.5, 60.0, 64)
+    assert (serve.shutdown_timeout, serve.max_question_chars, serve.k) == (5.0, 900, 3)
+    mcp = resolve(_args("mcp"), "mcp", environ=environ)
+    assert (mcp.max_question_chars, mcp.collection, mcp.embedding) == (900, "docs", "offline")
+    assert not hasattr(mcp, "port")  # serve-only settings stay off mcp
     index = resolve(_args("index", "x"), "index", environ=environ)
     assert index.follow_symlinks is True and index.chunk_words == 200 and index.max_file_mb == 2.5
 
