@@ -116,7 +116,9 @@ class Generate:
 
     @property
     def hold(self) -> bool:
-        """Whether streamed text must be held back until the whole output is checked."""
+        """Whether streamed ``text`` must be held back until the whole output is checked (a
+        structured step's answer streams through ``GenerationChunk.structured_delta`` instead,
+        once ``answerable`` is known; grounded answers still wait for the whole object)."""
         return self.grounded or self.structured is not None
 
 
