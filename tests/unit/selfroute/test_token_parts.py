@@ -9,6 +9,7 @@ from importlib import resources
 import pytest
 
 import selfroute as sr
+import selfroute.flow as srflow
 from selfroute import _tokens
 from selfroute._prompts import Prompts
 from selfroute._tokens import TiktokenCounter, count_in_prompt
@@ -157,6 +158,6 @@ def test_the_rag_step_counts_its_prompt_exactly() -> None:
         retrieve=lambda q, k: [sr.Passage(text=p, doc_id="d") for p in passages],
         generate=generate,
     )
-    result = sr.run_flow(sr.self_route_flow("How many?", sr.RouteConfig()), handler)
+    result = srflow.run_flow(srflow.self_route_flow("How many?", sr.RouteConfig()), handler)
     rag = next(s for s in result.steps if s.stage is sr.Stage.RAG)
     assert rag.prompt_tokens_estimate == _whole(_fresh(), seen[0])

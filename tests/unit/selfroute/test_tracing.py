@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 import selfroute as sr
+import selfroute.flow as srflow
 from tests.support.spans import SpanRecorder
 from tests.unit.selfroute._scripted import DOCUMENT, LC_USAGE, RAG_USAGE, Scripted, WordCounter
 
@@ -30,7 +31,7 @@ def _config(recorder: SpanRecorder, **kw: object) -> sr.RouteConfig:
 def _run(
     script: Scripted, recorder: SpanRecorder, question: str = Q, **kw: object
 ) -> sr.RouteResult:
-    return sr.run_flow(sr.self_route_flow(question, _config(recorder, **kw)), script)
+    return srflow.run_flow(srflow.self_route_flow(question, _config(recorder, **kw)), script)
 
 
 def _events(span: object) -> list[str]:
@@ -193,8 +194,8 @@ def test_retrieval_failure_without_long_context_raises_with_error_spans(
 
 
 def test_async_driver_gives_the_same_spans(recorder: SpanRecorder) -> None:
-    flow = sr.self_route_flow(Q, _config(recorder))
-    asyncio.run(sr.arun_flow(flow, Scripted(rag="unanswerable")))
+    flow = srflow.self_route_flow(Q, _config(recorder))
+    asyncio.run(srflow.arun_flow(flow, Scripted(rag="unanswerable")))
     root = recorder.root()
     assert [n for n, _ in recorder.shape(root)] == [
         "selfroute.retrieve",
@@ -208,16 +209,16 @@ def test_async_driver_gives_the_same_spans(recorder: SpanRecorder) -> None:
 @pytest.mark.parametrize("use_async", [False, True])
 def test_streamed_question_gives_the_same_spans(recorder: SpanRecorder, use_async: bool) -> None:
     script = Scripted(rag="unanswerable", lc_chunks=["In ", "1901."])
-    flow = sr.self_route_flow(Q, _config(recorder))
+    flow = srflow.self_route_flow(Q, _config(recorder))
     if use_async:
 
-        async def collect() -> list[sr.FlowEvent]:
-            return [ev async for ev in sr.adrive(flow, script, stream=True)]
+        async def collect() -> list[srflow.FlowEvent]:
+            return [ev async for ev in srflow.adrive(flow, script, stream=True)]
 
         events = asyncio.run(collect())
     else:
-        events = list(sr.drive(flow, script, stream=True))
-    assert "".join(e.text for e in events if isinstance(e, sr.TokenEvent)) == "In 1901."
+        events = list(srflow.drive(flow, script, stream=True))
+    assert "".join(e.text for e in events if isinstance(e, srflow.TokenEvent)) == "In 1901."
     root = recorder.root()
     lc = recorder.child(root, "selfroute.long_context").attributes
     assert lc["output.value"] == "In 1901." and lc["llm.token_count.completion"] == 9
@@ -232,18 +233,20 @@ def test_the_step_span_is_current_while_the_handler_runs_and_only_then(
     seen: dict[str, str] = {}
 
     class Watching(Scripted):
-        def retrieve(self, step: sr.Retrieve) -> object:
+        def retrieve(self, step: srflow.Retrieve) -> object:
             seen["retrieve"] = trace.get_current_span().name  # type: ignore[attr-defined]
             return super().retrieve(step)
 
-        def stream(self, step: sr.Generate):  # type: ignore[no-untyped-def]
+        def stream(self, step: srflow.Generate):  # type: ignore[no-untyped-def]
             for chunk in super().stream(step):
                 seen[step.stage.value] = trace.get_current_span().name  # type: ignore[attr-defined]
                 yield chunk
 
     outside = []
-    flow = sr.self_route_flow(Q, _config(recorder))
-    for _ in sr.drive(flow, Watching(rag="unanswerable", lc_chunks=["In ", "1901."]), stream=True):
+    flow = srflow.self_route_flow(Q, _config(recorder))
+    for _ in srflow.drive(
+        flow, Watching(rag="unanswerable", lc_chunks=["In ", "1901."]), stream=True
+    ):
         outside.append(trace.get_current_span())
     assert seen == {
         "retrieve": "selfroute.retrieve",
@@ -262,10 +265,12 @@ def test_caller_span_is_the_parent(recorder: SpanRecorder) -> None:
 
 
 def test_abandoned_stream_ends_every_span(recorder: SpanRecorder) -> None:
-    flow = sr.self_route_flow(Q, _config(recorder))
-    events = sr.drive(flow, Scripted(rag="unanswerable", lc_chunks=["In ", "1901."]), stream=True)
+    flow = srflow.self_route_flow(Q, _config(recorder))
+    events = srflow.drive(
+        flow, Scripted(rag="unanswerable", lc_chunks=["In ", "1901."]), stream=True
+    )
     for ev in events:
-        if isinstance(ev, sr.TokenEvent):
+        if isinstance(ev, srflow.TokenEvent):
             break
     events.close()  # type: ignore[attr-defined]
     root = recorder.root()
@@ -283,15 +288,17 @@ def test_speculative_call_is_a_wasted_llm_span_when_rag_answers(recorder: SpanRe
 
 def test_global_tracer_provider_when_tracing_is_true(global_provider: SpanRecorder) -> None:
     config = sr.RouteConfig(tracing=True, token_counter=WordCounter())
-    sr.run_flow(sr.self_route_flow(Q, config), Scripted())
+    srflow.run_flow(srflow.self_route_flow(Q, config), Scripted())
     assert global_provider.root().attributes["selfroute.route"] == "rag"
 
 
 def test_nothing_is_emitted_when_tracing_is_off(global_provider: SpanRecorder) -> None:
     script = Scripted(rag="unanswerable")
-    sr.run_flow(sr.self_route_flow(Q, sr.RouteConfig(token_counter=WordCounter())), script)
-    list(sr.drive(sr.self_route_flow(Q, sr.RouteConfig(tracing=False)), script, stream=True))
-    asyncio.run(sr.arun_flow(sr.self_route_flow(Q), script))
+    srflow.run_flow(srflow.self_route_flow(Q, sr.RouteConfig(token_counter=WordCounter())), script)
+    list(
+        srflow.drive(srflow.self_route_flow(Q, sr.RouteConfig(tracing=False)), script, stream=True)
+    )
+    asyncio.run(srflow.arun_flow(srflow.self_route_flow(Q), script))
     assert global_provider.spans() == []
 
 
@@ -300,8 +307,9 @@ def test_off_never_imports_opentelemetry() -> None:
         """
         import sys
         import selfroute as sr
+        import selfroute.flow as srflow
         sr.self_route("Who kept the lamp?", "Mara Holt kept the lamp. " * 50, lambda p: "Mara Holt.")
-        list(sr.drive(sr.self_route_flow("Who?"), sr.FunctionHandler(
+        list(srflow.drive(srflow.self_route_flow("Who?"), sr.FunctionHandler(
             retrieve=lambda q, k: [], generate=lambda p: "x", long_context="doc"), stream=True))
         print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
         """
@@ -361,7 +369,7 @@ def test_a_failing_tracer_never_breaks_the_call(
             return Tracer()
 
     config = sr.RouteConfig(tracing=Broken(), token_counter=WordCounter())
-    result = sr.run_flow(sr.self_route_flow(Q, config), Scripted(rag="unanswerable"))
+    result = srflow.run_flow(srflow.self_route_flow(Q, config), Scripted(rag="unanswerable"))
     assert result.answer == "In 1901."
     assert "tracing failed in start" in caplog.text
     assert recorder.root().attributes["selfroute.route"] == "long_context"
@@ -376,7 +384,7 @@ def test_a_tracer_that_cannot_start_a_span_leaves_the_call_untraced(
 
     config = sr.RouteConfig(tracing=Refusing(), token_counter=WordCounter())
     script = Scripted(rag="unanswerable", lc_chunks=["In ", "1901."])
-    assert sr.run_flow(sr.self_route_flow(Q, config), script).answer == "In 1901."
-    events = list(sr.drive(sr.self_route_flow(Q, config), script, stream=True))
-    assert isinstance(events[-1], sr.ResultEvent)
+    assert srflow.run_flow(srflow.self_route_flow(Q, config), script).answer == "In 1901."
+    events = list(srflow.drive(srflow.self_route_flow(Q, config), script, stream=True))
+    assert isinstance(events[-1], srflow.ResultEvent)
     assert "tracing failed to start" in caplog.text

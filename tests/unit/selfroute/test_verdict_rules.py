@@ -12,6 +12,7 @@ import re
 import pytest
 
 import selfroute as sr
+import selfroute.flow as srflow
 from selfroute._streaming import SentinelSniffer
 from selfroute._verdict import _parse, _rules, _vocabulary
 from selfroute._verdict._rules import RULES, Example, Rule, RuleKind
@@ -107,7 +108,7 @@ def test_every_rows_openings_are_held_while_written() -> None:
     assert set(_rules.DECLINE_OPENINGS) == {o for row in RULES for o in row.openings}
     for opening in _rules.DECLINE_OPENINGS:
         for end in range(1, len(opening) + 1):
-            assert sr.could_start_decline(opening[:end]), opening[:end]
+            assert srflow.could_start_decline(opening[:end]), opening[:end]
 
 
 def test_the_trigger_finds_every_rows_trigger_words() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import selfroute as sr
+import selfroute.flow as srflow
 from tests.unit.selfroute._scripted import Scripted
 
 ANSWER = "Mara Holt kept the lamp for thirty-one years."
@@ -28,17 +29,17 @@ class StreamedObject(Scripted):
     piece_chars: int = 3
     final_sent: bool = False
 
-    def _object_chunks(self, step: sr.Generate) -> Iterator[sr.GenerationChunk]:
+    def _object_chunks(self, step: srflow.Generate) -> Iterator[srflow.GenerationChunk]:
         self.seen.append(step)
         text = self.object_text
         for i in range(0, len(text), self.piece_chars):
-            yield sr.GenerationChunk(structured_delta=text[i : i + self.piece_chars])
+            yield srflow.GenerationChunk(structured_delta=text[i : i + self.piece_chars])
         self.final_sent = True
-        yield sr.GenerationChunk(
+        yield srflow.GenerationChunk(
             text=text, usage=self.rag_usage, model="rag-model", structured=self.parsed
         )
 
-    def stream(self, step: sr.Generate) -> Iterator[sr.GenerationChunk]:
+    def stream(self, step: srflow.Generate) -> Iterator[srflow.GenerationChunk]:
         if step.stage is sr.Stage.RAG and step.structured is not None:
             yield from self._object_chunks(step)
         else:
@@ -47,17 +48,17 @@ class StreamedObject(Scripted):
 
 def _events(script: StreamedObject, **config: Any) -> tuple[list[Any], bool | None]:
     """The events, and whether the first RAG text came before the handler's final piece."""
-    flow = sr.self_route_flow("How long did Mara Holt keep the lamp?", sr.RouteConfig(**config))
+    flow = srflow.self_route_flow("How long did Mara Holt keep the lamp?", sr.RouteConfig(**config))
     events, early = [], None
-    for event in sr.drive(flow, script, stream=True):
+    for event in srflow.drive(flow, script, stream=True):
         events.append(event)
-        if early is None and isinstance(event, sr.TokenEvent) and event.stage is sr.Stage.RAG:
+        if early is None and isinstance(event, srflow.TokenEvent) and event.stage is sr.Stage.RAG:
             early = not script.final_sent
     return events, early
 
 
 def _shown(events: list[Any]) -> str:
-    return "".join(e.text for e in events if isinstance(e, sr.TokenEvent))
+    return "".join(e.text for e in events if isinstance(e, srflow.TokenEvent))
 
 
 def _obj(answerable: Any, answer: str) -> tuple[str, dict[str, Any]]:
@@ -72,7 +73,7 @@ def test_answer_is_shown_before_the_object_ends(verdict: str) -> None:
     assert early is True
     result = events[-1].result
     assert result.route is sr.Route.RAG and _shown(events) == result.answer == ANSWER
-    assert not any(isinstance(e, sr.RouteEvent) and e.retracted for e in events)
+    assert not any(isinstance(e, srflow.RouteEvent) and e.retracted for e in events)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +85,7 @@ def test_declines_are_never_shown(answer: str) -> None:
     assert early is None  # no RAG text at all
     assert events[-1].result.route is sr.Route.LONG_CONTEXT
     assert _shown(events) == "In 1901."
-    assert not any(isinstance(e, sr.RouteEvent) and e.route is sr.Route.RAG for e in events)
+    assert not any(isinstance(e, srflow.RouteEvent) and e.route is sr.Route.RAG for e in events)
 
 
 def test_grounded_answers_wait_for_their_quotes() -> None:
@@ -105,7 +106,9 @@ def test_an_object_that_never_closed_is_no_verdict() -> None:
     result = events[-1].result
     assert early is True  # its opening was shown ...
     assert (result.route, result.reason) == (sr.Route.LONG_CONTEXT, sr.Reason.EMPTY_OUTPUT)
-    assert any(isinstance(e, sr.RouteEvent) and e.retracted for e in events)  # ... and taken back
+    assert any(
+        isinstance(e, srflow.RouteEvent) and e.retracted for e in events
+    )  # ... and taken back
     assert result.answer == "In 1901."
 
 
