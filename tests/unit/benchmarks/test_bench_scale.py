@@ -85,5 +85,6 @@ def test_index_ours_times_the_phases_of_the_first_run_and_both_reruns(tmp_path: 
     for run in (out, out["rerun"], out["rerun_new"]):
         phases = [run[k] for k in PHASES]
         assert all(p >= 0 for p in phases)
-        assert sum(phases) == pytest.approx(run["seconds"], abs=0.05)
+        # the phases account for the run (what lies between them grows with the machine's load)
+        assert sum(phases) == pytest.approx(run["seconds"], rel=0.2, abs=0.05)
         assert run["bm25_seconds"] > 0  # every one of these runs changed the store
