@@ -25,7 +25,7 @@ def _backend(polls: int = 1) -> LocalBatchBackend:
     return LocalBatchBackend(lambda r: model(r.step.prompt), polls_to_finish=polls)
 
 
-def _job(recorder: SpanRecorder | None, backend: LocalBatchBackend, **kw: Any) -> BatchJob:
+def _job(recorder: SpanRecorder | None, backend: Any, **kw: Any) -> BatchJob:
     tracing = recorder.provider if recorder is not None else False
     config = RouteConfig(k=2, tracing=tracing)
     return BatchJob(
@@ -141,3 +141,27 @@ def test_off_emits_nothing(global_provider: SpanRecorder) -> None:
         QUESTIONS[:2], handler=handler(), backend=_backend(), config=config, poll_interval_s=0
     ).results()
     assert len(global_provider.roots()) == 2
+
+
+def test_openai_batch_api_job_is_traced(recorder: SpanRecorder) -> None:
+    """Through the real ``openai`` client against the Files+Batches loopback."""
+    from selfroute import OpenAIBatchBackend
+    from tests.support.openai_batch_server import OpenAIBatchServer
+
+    def respond(body: dict[str, Any]) -> str:
+        return model(body["messages"][-1]["content"])
+
+    with OpenAIBatchServer(respond) as srv:
+        backend = OpenAIBatchBackend("gpt-4o-mini", base_url=srv.base_url, api_key="k")
+        outcomes = _job(recorder, backend).results()
+    online = _online_trees()
+    roots = recorder.roots()
+    assert len(roots) == len(QUESTIONS) == len(outcomes)
+    for root in roots:
+        question = root.attributes["input.value"]
+        assert recorder.shape(root) == online[question][1]
+        assert root.attributes["selfroute.route"] == online[question][0]["selfroute.route"]
+        rag = recorder.child(root, "selfroute.rag")
+        assert rag.attributes["llm.model_name"] == "loopback-model"  # what the server replied
+        assert rag.attributes["llm.token_count.total"] > 0
+        assert rag.attributes["selfroute.batch"] is True
