@@ -478,7 +478,7 @@ class FlowTrace:
             )
             prices = self._config.prices
             if prices is not None:
-                out["llm.cost.total"] = prices.cost(model, usage)
+                out["llm.cost.total"] = prices.cost(model, usage, batch=self._batch)
         if record is not None:
             out["selfroute.verdict"] = record.verdict
             out["selfroute.wasted"] = record.wasted or None

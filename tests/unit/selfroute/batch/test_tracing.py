@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from selfroute import BatchJob, LocalBatchBackend, Route, RouteConfig
+from selfroute import BatchJob, LocalBatchBackend, PriceTable, Route, RouteConfig
 from selfroute.flow import run_flow, self_route_flow
 from tests.support.spans import SpanRecorder
 from tests.unit.selfroute.batch.test_driver import QUESTIONS, handler, model
@@ -131,6 +131,22 @@ def test_a_failed_request_is_an_error_span(recorder: SpanRecorder) -> None:
     assert rag.status.status_code is StatusCode.ERROR
     assert "batch request failed" in rag.status.description
     assert recorder.child(root, "selfroute.long_context").status.status_code is StatusCode.UNSET
+
+
+def test_costs_are_at_the_batch_rate(recorder: SpanRecorder) -> None:
+    prices = PriceTable({"local": (1.0, 4.0)})
+    config = RouteConfig(k=2, prices=prices, tracing=recorder.provider)
+    outcomes = BatchJob(
+        QUESTIONS, handler=handler(), backend=_backend(), config=config, poll_interval_s=0
+    ).results()
+    by_question = {r.attributes["input.value"]: r for r in recorder.roots()}
+    for o in outcomes:
+        assert o.result is not None and o.result.cost
+        root = by_question[o.question]
+        assert root.attributes["selfroute.cost"] == pytest.approx(o.result.cost)
+        calls = [c for c in recorder.children(root) if c.name != "selfroute.retrieve"]
+        costs = [c.attributes.get("llm.cost.total", 0.0) for c in calls]
+        assert sum(costs) == pytest.approx(o.result.cost)  # half the online price
 
 
 def test_off_emits_nothing(global_provider: SpanRecorder) -> None:
