@@ -15,6 +15,11 @@ runs it with a sync or an async executor.
 Resuming: flows are generators and cannot be saved, so a rerun *replays* them: each flow starts
 again, retrieval runs again locally, and every ``Generate`` step already answered in the job file
 (same key, same prompt signature) is answered from it instead of the provider.
+
+Tracing (``RouteConfig.tracing``): the driver reports each flow's steps to the same trace as the
+online drivers (started with ``batch=True``), so a question gets one ``SelfRoute`` span tree,
+emitted when its result is known -- by the process that finishes it, which replays it from the
+start; a question the job file records as finished emits nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from selfroute._errors import (
     SelfRouteError,
 )
 from selfroute._flow import Generate, LoadLongContext, Retrieve, Settle, Speculate, Step
+from selfroute._flow._tracing import OFF, start_trace
 from selfroute._pricing import PriceTable
 from selfroute._redact import redact
 from selfroute._result import Reason, Route, RouteResult
@@ -247,6 +253,8 @@ class _Live:
         self.outcome: BatchOutcome | None = None
         self.finished: dict[str, Any] | None = None  # its summary when the job file has one
         self.drifted = False  # a replayed prompt differs from the one its answer was for
+        self.trace: Any = OFF  # the question's spans (OFF: tracing off, or finished before)
+        self.span: Any = None  # the pending step's span
 
     @property
     def key(self) -> str:
@@ -332,6 +340,24 @@ def outcome_from_summary(item: BatchItem, summary: dict[str, Any]) -> BatchOutco
 
 def _error_text(exc: BaseException) -> str:
     return redact(f"{type(exc).__name__}: {exc}")
+
+
+def _answered(
+    lv: _Live, answer: dict[str, Any], backend_name: str
+) -> tuple[Any, BaseException | None]:
+    """What to send into ``lv``'s flow for its pending step's recorded ``answer`` (a generation,
+    or the error to throw), reported to its trace; the step is no longer pending."""
+    send: Any = None
+    error: BaseException | None = None
+    if "error" in answer:
+        error = ModelOutputError(f"{backend_name} batch request failed: {answer['error']}")
+        lv.trace.failed(lv.span, error)
+    else:
+        send = generation_from_dict(answer["generation"])
+        lv.trace.done(lv.span, lv.pending, send)
+    lv.pending, lv.span = None, None
+    lv.count += 1
+    return send, error
 
 
 def end_unfinished(live: Iterable[_Live]) -> None:
@@ -502,6 +528,8 @@ class JobCore:
             lv = self.live[item.id] = _Live(item, self.flow(item))
             summary = store.results.get(item.id)
             lv.finished = summary if isinstance(summary, dict) else None
+            if lv.finished is None:
+                lv.trace = start_trace(lv.flow, batch=True)
         self.recovered = True
         for lv in self.live.values():  # finished questions end now, from the job file alone
             if lv.finished is not None:
@@ -536,18 +564,13 @@ class JobCore:
                     return
                 if answer is None or answer.get("sig") != lv.sig:
                     return  # not answered yet (or answered for another prompt): submit it
-                if "error" in answer:
-                    error = ModelOutputError(
-                        f"{self.backend_name} batch request failed: {answer['error']}"
-                    )
-                else:
-                    send = generation_from_dict(answer["generation"])
-                lv.pending = None
-                lv.count += 1
+                send, error = _answered(lv, answer, self.backend_name)
             try:
                 step = lv.flow.throw(error) if error is not None else lv.flow.send(send)
             except StopIteration as stop:
                 lv.outcome = outcome_of(lv.item, self.prices, result=stop.value)
+                if lv.outcome.result is not None:
+                    lv.trace.finish(lv.outcome.result)
                 self._record(lv)
                 return
             except Exception as exc:
@@ -556,11 +579,13 @@ class JobCore:
                     lv.outcome = outcome_from_summary(lv.item, lv.finished)
                     return
                 lv.outcome = outcome_of(lv.item, self.prices, exc=exc)
+                lv.trace.fail(exc)
                 self._record(lv)
                 return
             send, error = None, None
             if isinstance(step, Generate):
                 lv.pending, lv.sig = step, step_signature(step)
+                lv.span = lv.trace.start(step)
             elif isinstance(step, (Speculate, Settle)):
                 error = ConfigurationError(
                     "a flow in a batch job asked for speculative long context; "
@@ -568,10 +593,14 @@ class JobCore:
                     + " (build the flow with speculate_below=None)"
                 )
             elif isinstance(step, (Retrieve, LoadLongContext)):
+                span = lv.trace.start(step)
                 try:
                     send = yield RunStep(step, lv.item)
                 except Exception as exc:
                     error = exc
+                    lv.trace.failed(span, exc)
+                else:
+                    lv.trace.done(span, step, send)
             else:  # pragma: no cover - defensive
                 error = SelfRouteError(f"unknown step {step!r}")
 

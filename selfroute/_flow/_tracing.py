@@ -21,6 +21,12 @@ the question's span when the call fails, get status ``ERROR`` and an ``exception
 message redacted like every error selfroute records). While a step runs its span is the current
 span, so spans of instrumented clients under it (an OpenAI or HTTP instrumentation) nest there;
 nothing is left attached across a streamed chunk.
+
+The batch driver (:class:`~selfroute.BatchJob`) reports the steps of each question's flow to a
+trace started with ``batch=True``: every span carries ``selfroute.batch=true``, and no span ends
+(is exported) before the question's result is known; each span keeps the end time it had, and all
+of them end together with the question's. A question whose job a crash interrupted is replayed by
+the process that finishes it, so its trace is emitted once, complete, by that process.
 """
 
 from __future__ import annotations
@@ -130,9 +136,10 @@ class _Off:
 OFF = _Off()
 
 
-def start_trace(flow: Any) -> FlowTrace | _Off:
+def start_trace(flow: Any, *, batch: bool = False) -> FlowTrace | _Off:
     """The trace of ``flow``: :class:`FlowTrace` when its config turns tracing on, else
-    :data:`OFF` (a flow that is not a :class:`~selfroute._flow._core.RouteFlow` is not traced)."""
+    :data:`OFF` (a flow that is not a :class:`~selfroute._flow._core.RouteFlow` is not traced).
+    ``batch``: the flow runs in a batch job (see the module docstring)."""
     config = getattr(flow, "config", None)
     setting = getattr(config, "tracing", None)
     if setting is None or setting is False:
@@ -140,7 +147,7 @@ def start_trace(flow: Any) -> FlowTrace | _Off:
     trace = _otel()
     try:
         provider = trace.get_tracer_provider() if setting is True else setting
-        return FlowTrace(provider.get_tracer(TRACER_NAME), flow.question, config)
+        return FlowTrace(provider.get_tracer(TRACER_NAME), flow.question, config, batch=batch)
     except Exception:  # tracing must not break a call
         _log.warning("selfroute: tracing failed to start", exc_info=True)
         return OFF
@@ -231,12 +238,13 @@ def _documents(passages: Any) -> dict[str, Any]:
 class _StepSpan:
     """A child span and what the trace keeps about it until it ends."""
 
-    __slots__ = ("context", "end_ns", "ended", "generation", "span", "stage")
+    __slots__ = ("context", "deferred", "end_ns", "ended", "generation", "span", "stage")
 
-    def __init__(self, span: Any, context: Any, stage: Stage | None) -> None:
+    def __init__(self, span: Any, context: Any, stage: Stage | None, deferred: bool) -> None:
         self.span = span
         self.context = context
         self.stage = stage
+        self.deferred = deferred  # kept open until flush() (a batch question's span)
         self.generation: Generation | None = None
         self.end_ns: int | None = None
         self.ended = False
@@ -244,7 +252,16 @@ class _StepSpan:
     def end(self, end_ns: int | None = None) -> None:
         if not self.ended:
             self.ended = True
-            self.span.end(end_time=end_ns)
+            if self.deferred:
+                self.end_ns = end_ns if end_ns is not None else time.time_ns()
+            else:
+                self.span.end(end_time=end_ns)
+
+    def flush(self) -> None:
+        """End a deferred span, with the end time it was given."""
+        if self.deferred:
+            self.deferred = False
+            self.span.end(end_time=self.end_ns)
 
 
 class _Active:
@@ -273,9 +290,11 @@ class FlowTrace:
         tracer: The OpenTelemetry tracer.
         question: The question.
         config: The flow's :class:`~selfroute.RouteConfig`.
+        batch: The flow runs in a batch job: ``selfroute.batch=true`` on every span, and no
+            span ends before the question's.
     """
 
-    def __init__(self, tracer: Any, question: str, config: Any) -> None:
+    def __init__(self, tracer: Any, question: str, config: Any, *, batch: bool = False) -> None:
         trace = _otel()
         self._config = config
         self._tracer = tracer
@@ -288,6 +307,9 @@ class FlowTrace:
         }
         if config.k_ladder:
             attributes["selfroute.k_ladder"] = list(config.k_ladder)
+        self._batch = batch
+        self._extra: dict[str, Any] = {"selfroute.batch": True} if batch else {}
+        attributes.update(self._extra)
         self._hidden = _hidden_prefixes()
         self._root = tracer.start_span("SelfRoute", attributes=self._visible(attributes))
         self._context = trace.set_span_in_context(self._root)
@@ -304,11 +326,12 @@ class FlowTrace:
     # steps -----------------------------------------------------------------------------------
     def _child(self, name: str, attributes: dict[str, Any], stage: Stage | None) -> _StepSpan:
         span = self._tracer.start_span(
-            name, context=self._context, attributes=self._visible(attributes)
+            name, context=self._context, attributes=self._visible({**attributes, **self._extra})
         )
         from opentelemetry import trace
 
-        child = _StepSpan(span, trace.set_span_in_context(span, self._context), stage)
+        context = trace.set_span_in_context(span, self._context)
+        child = _StepSpan(span, context, stage, self._batch)
         self._spans.append(child)
         return child
 
@@ -455,7 +478,7 @@ class FlowTrace:
             )
             prices = self._config.prices
             if prices is not None:
-                out["llm.cost.total"] = prices.cost(model, usage)
+                out["llm.cost.total"] = prices.cost(model, usage, batch=self._batch)
         if record is not None:
             out["selfroute.verdict"] = record.verdict
             out["selfroute.wasted"] = record.wasted or None
@@ -515,6 +538,8 @@ class FlowTrace:
     def _end_root(self) -> None:
         if not self._closed:
             self._closed = True
+            for span in self._spans:
+                span.flush()
             self._root.end()
 
     @_never_raises

@@ -40,7 +40,9 @@ def online() -> dict[str, Any]:
         return online_results(route, inputs(COUNT))
 
 
-def _start(srv: Any, tmp: Path, provider: str, kill_at: str | None) -> subprocess.Popen[bytes]:
+def _start(
+    srv: Any, tmp: Path, provider: str, kill_at: str | None, *extra: str
+) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable,
         "-m",
@@ -58,6 +60,7 @@ def _start(srv: Any, tmp: Path, provider: str, kill_at: str | None) -> subproces
     ]
     if kill_at:
         cmd += ["--kill-at", kill_at]
+    cmd += extra
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stderr=subprocess.PIPE)
 
@@ -132,3 +135,37 @@ def test_sigkill_mid_poll_gemini(tmp_path: Path) -> None:
         assert len(keys) == len(set(keys)) == len(srv.batch_bodies)
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(rows) == COUNT and all(r["result"] is not None for r in rows)
+
+
+@pytest.mark.parametrize("kill_at", ["polled:2", "submitted:2"])
+def test_traced_job_killed_and_rerun_emits_one_complete_trace_per_question(
+    kill_at: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    spans = tmp_path / "spans.jsonl"
+    with OpenAIBatchServer(respond) as srv:
+        code, err = _finish(_start(srv, tmp_path, "openai", kill_at, "--spans", str(spans)))
+        assert code == -signal.SIGKILL, err
+        before = spans.read_text().splitlines() if spans.exists() else []
+        code, err = _finish(_start(srv, tmp_path, "openai", None, "--spans", str(spans)))
+        assert code == 0, err
+        code, err = _finish(_start(srv, tmp_path, "openai", None, "--spans", str(spans)))
+        assert code == 0, err  # a rerun answered from the job file emits nothing
+    rows = [json.loads(line) for line in spans.read_text().splitlines()]
+    roots = [r for r in rows if r["name"] == "SelfRoute"]
+    questions = {item["question"] for item in inputs(COUNT)}
+    assert sorted(r["question"] for r in roots) == sorted(questions)  # each once
+    for root in roots:
+        kids = [r for r in rows if r["parent"] == root["span"] and r["trace"] == root["trace"]]
+        names = [k["name"] for k in kids]
+        assert "selfroute.retrieve" in names and "selfroute.rag" in names
+        assert {k["pid"] for k in kids} == {root["pid"]}  # emitted by one process
+    assert all(r["batch"] is True for r in rows)
+    root_ids = {(r["trace"], r["span"]) for r in roots}
+    children = [r for r in rows if r["name"] != "SelfRoute"]
+    assert all((r["trace"], r["parent"]) in root_ids for r in children)  # no orphan span
+    pids = {r["pid"] for r in rows}
+    if kill_at == "polled:2":  # killed during phase 1: nothing had finished
+        assert before == [] and len(pids) == 1
+    else:  # killed in phase 2: the RAG answers finished in the first process
+        assert before and len(pids) == 2
