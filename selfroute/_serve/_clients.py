@@ -28,12 +28,14 @@ from selfroute._structured import load_structured
 from selfroute.cli._clients import LangChainChat, OfflineChat
 from selfroute.cli._openai import (
     RETRY_STATUSES,
+    STREAM_DONE,
     OpenAIChat,
     backoff_s,
     error_message,
     parse_usage,
     retry_after,
     status_error,
+    stream_event,
 )
 
 __all__ = ["AsyncChatClient", "AsyncLangChain", "AsyncOffline", "AsyncOpenAIChat", "async_client"]
@@ -216,10 +218,10 @@ class AsyncOpenAIChat(OpenAIChat):
         seen_choice = False
         try:
             async for line in response.aiter_lines():
-                data = self._event(line)
+                data = stream_event(line, url=self.url, model=self.model)
                 if data is None:
                     continue
-                if data is _DONE:
+                if data is STREAM_DONE:
                     break
                 model = str(data.get("model") or model)
                 if data.get("usage"):
@@ -241,39 +243,6 @@ class AsyncOpenAIChat(OpenAIChat):
         if not seen_choice:
             raise self._empty()
         yield GenerationChunk(text="", usage=usage, model=model, finish_reason=finish or INCOMPLETE)
-
-    def _event(self, line: str) -> Any:
-        """The JSON payload of one server-sent event line; ``None`` to skip, ``_DONE`` at the end."""
-        text = line.strip()
-        if not text.startswith("data:"):
-            return None
-        payload = text[5:].strip()
-        if payload == "[DONE]":
-            return _DONE
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            error = ModelOutputError(
-                f"the model server at {self.url} (model {self.model}) sent a stream event "
-                f"that is not JSON: {payload[:200]!r}",
-                model=self.model,
-            )
-            mark_processed(error)
-            raise error from None
-        if isinstance(data, dict) and data.get("error"):
-            message = data["error"]
-            message = message.get("message", message) if isinstance(message, dict) else message
-            error = ModelOutputError(
-                f"the model server at {self.url} (model {self.model}) reported an error "
-                f"mid-stream: {message}",
-                model=self.model,
-            )
-            mark_processed(error)
-            raise error
-        return data if isinstance(data, dict) else None
-
-
-_DONE: Any = object()
 
 
 class AsyncOffline:

@@ -40,6 +40,7 @@ __all__ = [
     "BASE_URL_VARIABLES",
     "DEFAULT_BASE_URL",
     "RETRY_STATUSES",
+    "STREAM_DONE",
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
@@ -56,7 +57,11 @@ __all__ = [
     "response_format",
     "retry_after",
     "status_error",
+    "stream_event",
 ]
+
+#: What :meth:`OpenAIChat.stream_event` returns for the stream's ``[DONE]`` line.
+STREAM_DONE: Any = object()
 
 #: Where ``openai:NAME`` goes without ``--base-url``, ``OPENAI_API_BASE`` or ``OPENAI_BASE_URL``.
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -495,31 +500,43 @@ class OpenAIChat:
     def _events(self, response: Any) -> Iterator[dict[str, Any]]:
         """The JSON payloads of a server-sent event stream, up to ``[DONE]``."""
         for line in self._lines(response):
-            text = line.decode("utf-8", "replace").strip()
-            if not text.startswith("data:"):
-                continue  # blank separators, comments, "event:" lines
-            payload = text[5:].strip()
-            if payload == "[DONE]":
+            data = stream_event(line.decode("utf-8", "replace"), url=self.url, model=self.model)
+            if data is STREAM_DONE:
                 return
-            try:
-                data = json.loads(payload)
-            except ValueError:
-                error = ModelOutputError(
-                    f"the model server at {self.url} (model {self.model}) sent a stream event "
-                    f"that is not JSON: {payload[:200]!r}",
-                    model=self.model,
-                )
-                mark_processed(error)
-                raise error from None
-            if isinstance(data, dict) and data.get("error"):
-                message = data["error"]
-                message = message.get("message", message) if isinstance(message, dict) else message
-                error = ModelOutputError(
-                    f"the model server at {self.url} (model {self.model}) reported an error "
-                    f"mid-stream: {message}",
-                    model=self.model,
-                )
-                mark_processed(error)
-                raise error
-            if isinstance(data, dict):
+            if data is not None:
                 yield data
+
+
+def stream_event(line: str, *, url: str, model: str) -> Any:
+    """The JSON payload of one server-sent event line: ``None`` to skip (blank separators,
+    comments, ``event:`` lines), :data:`STREAM_DONE` at ``[DONE]``; ``url`` and ``model`` name the server in errors.
+
+    Raises:
+        ModelOutputError: The event is not JSON, or the server reports an error in it.
+    """
+    text = line.strip()
+    if not text.startswith("data:"):
+        return None
+    payload = text[5:].strip()
+    if payload == "[DONE]":
+        return STREAM_DONE
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        error = ModelOutputError(
+            f"the model server at {url} (model {model}) sent a stream event "
+            f"that is not JSON: {payload[:200]!r}",
+            model=model,
+        )
+        mark_processed(error)
+        raise error from None
+    if isinstance(data, dict) and data.get("error"):
+        message = data["error"]
+        message = message.get("message", message) if isinstance(message, dict) else message
+        error = ModelOutputError(
+            f"the model server at {url} (model {model}) reported an error mid-stream: {message}",
+            model=model,
+        )
+        mark_processed(error)
+        raise error
+    return data if isinstance(data, dict) else None
