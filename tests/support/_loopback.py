@@ -80,8 +80,10 @@ class Reply:
         pause_at: Streamed: before sending stream event number ``pause_at`` (0-based, every
             event of the stream counted) the server sets its ``paused`` event and waits for
             its ``resume`` event (at most ``pause_max_s``), so a test can see what the client
-            has shown while the rest of the reply is not yet sent (``paused`` is cleared when
-            the server goes on).
+            has shown while the rest of the reply is not yet sent (``paused`` is cleared and
+            ``past_pause`` set when the server goes on: text the client shows before
+            ``past_pause`` arrived before the rest of the reply was sent, whether or not the
+            server had reached the pause yet).
         pause_max_s: The longest a paused stream waits for ``resume``.
     """
 
@@ -364,6 +366,7 @@ class LoopbackServer:
         self._stopping = threading.Event()
         self.paused = threading.Event()
         self.resume = threading.Event()
+        self.past_pause = threading.Event()  # set once a paused stream has gone on
         self._connections: set[socket.socket] = set()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -436,6 +439,7 @@ class LoopbackServer:
             self._generation += 1
         self.paused.clear()
         self.resume.clear()
+        self.past_pause.clear()
 
     # -- simulated prefix cache ----------------------------------------------------------------
     def enable_prefix_cache(self, enabled: bool = True) -> None:
@@ -603,6 +607,7 @@ class LoopbackServer:
                     self.paused.set()
                     self.resume.wait(reply.pause_max_s)
                     self.paused.clear()
+                    self.past_pause.set()
                 handler.write_chunk(event)
             handler.end_chunked()
         except (BrokenPipeError, ConnectionResetError, OSError):

@@ -111,7 +111,7 @@ def _first_text_while_paused(wire: Wire, stream: Callable[[], Any]) -> tuple[lis
     for chunk in stream():
         chunks.append(chunk)
         if early is None and chunk.text:
-            early = wire.server.paused.is_set()  # the server is still waiting to go on
+            early = not wire.server.past_pause.is_set()  # the rest of the object is not sent yet
             wire.server.resume.set()
     wire.server.resume.set()
     return chunks, bool(early)

@@ -107,7 +107,7 @@ def _streamed(kind: str, server: ScriptedOpenAIServer, index: Any) -> tuple[list
     for text in response.response_gen:
         texts.append(text)
         if early is None and text:
-            early = server.paused.is_set()
+            early = not server.past_pause.is_set()  # the rest of the object is not sent yet
             server.resume.set()
     server.resume.set()
     return texts, bool(early), get_route_result(response)
