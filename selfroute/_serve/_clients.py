@@ -17,14 +17,12 @@ same reply:
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from selfroute._errors import MissingDependencyError, ModelOutputError
 from selfroute._faults import INCOMPLETE, mark_processed, normalize_finish_reason
 from selfroute._flow import Generation, GenerationChunk, StructuredRequest
-from selfroute._structured import load_structured
 from selfroute.cli._clients import LangChainChat, OfflineChat
 from selfroute.cli._openai import (
     RETRY_STATUSES,
@@ -33,9 +31,11 @@ from selfroute.cli._openai import (
     backoff_s,
     error_message,
     parse_usage,
+    reply_generation,
     retry_after,
     status_error,
     stream_event,
+    structured_generation,
 )
 
 __all__ = ["AsyncChatClient", "AsyncLangChain", "AsyncOffline", "AsyncOpenAIChat", "async_client"]
@@ -176,38 +176,12 @@ class AsyncOpenAIChat(OpenAIChat):
     async def agenerate(self, prompt: str) -> Generation:
         """One non-streaming call."""
         data = await self._json(self._body(prompt, stream=False, schema=None))
-        choice = self._choice(data)
-        message = choice.get("message") or {}
-        return Generation(
-            text=str(message.get("content") or ""),
-            usage=parse_usage(data.get("usage")),
-            model=str(data.get("model") or self.model),
-            finish_reason=normalize_finish_reason(choice.get("finish_reason")),
-        )
+        return reply_generation(data, self._choice(data), self.model)
 
     async def agenerate_structured(self, request: StructuredRequest) -> Generation | None:
         """One call with a ``json_schema`` response format (as the sync client's)."""
         data = await self._json(self._body(request.prompt, stream=False, schema=request.schema))
-        choice = self._choice(data)
-        message = choice.get("message") or {}
-        raw = str(message.get("content") or "")
-        obj = load_structured(raw)
-        error = None
-        if obj is None:
-            refusal = message.get("refusal")
-            error = (
-                f"the model refused the structured output: {refusal}"
-                if refusal
-                else "the model's structured output could not be parsed"
-            )
-        return Generation(
-            text=json.dumps(obj, ensure_ascii=False) if obj is not None else raw,
-            usage=parse_usage(data.get("usage")),
-            model=str(data.get("model") or self.model),
-            structured=obj,
-            structured_error=error,
-            finish_reason=normalize_finish_reason(choice.get("finish_reason")),
-        )
+        return structured_generation(data, self._choice(data), self.model)
 
     async def astream(self, prompt: str) -> AsyncIterator[GenerationChunk]:
         """A streamed call: text pieces, then one chunk with usage, model and finish reason.

@@ -54,10 +54,12 @@ __all__ = [
     "backoff_s",
     "error_message",
     "parse_usage",
+    "reply_generation",
     "response_format",
     "retry_after",
     "status_error",
     "stream_event",
+    "structured_generation",
 ]
 
 #: What :meth:`OpenAIChat.stream_event` returns for the stream's ``[DONE]`` line.
@@ -405,14 +407,7 @@ class OpenAIChat:
     def generate(self, prompt: str) -> Generation:
         """One non-streaming call."""
         data = self._read_json(self._open(self._body(prompt, stream=False, schema=None)))
-        choice = self._choice(data)
-        message = choice.get("message") or {}
-        return Generation(
-            text=str(message.get("content") or ""),
-            usage=parse_usage(data.get("usage")),
-            model=str(data.get("model") or self.model),
-            finish_reason=normalize_finish_reason(choice.get("finish_reason")),
-        )
+        return reply_generation(data, self._choice(data), self.model)
 
     def generate_structured(self, request: StructuredRequest) -> Generation:
         """One call of ``request.prompt`` with a ``json_schema`` response format: ``structured``
@@ -420,26 +415,7 @@ class OpenAIChat:
         raw output; the core accepts a plain decline in it)."""
         body = self._body(request.prompt, stream=False, schema=request.schema)
         data = self._read_json(self._open(body))
-        choice = self._choice(data)
-        message = choice.get("message") or {}
-        raw = str(message.get("content") or "")
-        obj = load_structured(raw)
-        error = None
-        if obj is None:
-            refusal = message.get("refusal")
-            error = (
-                f"the model refused the structured output: {refusal}"
-                if refusal
-                else "the model's structured output could not be parsed"
-            )
-        return Generation(
-            text=json.dumps(obj, ensure_ascii=False) if obj is not None else raw,
-            usage=parse_usage(data.get("usage")),
-            model=str(data.get("model") or self.model),
-            structured=obj,
-            structured_error=error,
-            finish_reason=normalize_finish_reason(choice.get("finish_reason")),
-        )
+        return structured_generation(data, self._choice(data), self.model)
 
     def _choice(self, data: Mapping[str, Any]) -> dict[str, Any]:
         choices = data.get("choices")
@@ -540,3 +516,42 @@ def stream_event(line: str, *, url: str, model: str) -> Any:
         mark_processed(error)
         raise error
     return data if isinstance(data, dict) else None
+
+
+def reply_generation(data: Mapping[str, Any], choice: Mapping[str, Any], model: str) -> Generation:
+    """The :class:`Generation` of a non-streamed chat completion ``data`` and its ``choice``
+    (``model`` when the reply names none)."""
+    message = choice.get("message") or {}
+    return Generation(
+        text=str(message.get("content") or ""),
+        usage=parse_usage(data.get("usage")),
+        model=str(data.get("model") or model),
+        finish_reason=normalize_finish_reason(choice.get("finish_reason")),
+    )
+
+
+def structured_generation(
+    data: Mapping[str, Any], choice: Mapping[str, Any], model: str
+) -> Generation:
+    """The :class:`Generation` of a ``json_schema`` chat completion: ``structured`` is the
+    object, or ``structured_error`` says why there is none (``text`` then keeps the raw output;
+    the core accepts a plain decline in it)."""
+    message = choice.get("message") or {}
+    raw = str(message.get("content") or "")
+    obj = load_structured(raw)
+    error = None
+    if obj is None:
+        refusal = message.get("refusal")
+        error = (
+            f"the model refused the structured output: {refusal}"
+            if refusal
+            else "the model's structured output could not be parsed"
+        )
+    return Generation(
+        text=json.dumps(obj, ensure_ascii=False) if obj is not None else raw,
+        usage=parse_usage(data.get("usage")),
+        model=str(data.get("model") or model),
+        structured=obj,
+        structured_error=error,
+        finish_reason=normalize_finish_reason(choice.get("finish_reason")),
+    )
