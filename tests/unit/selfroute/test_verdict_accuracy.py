@@ -41,8 +41,10 @@ def test_the_manifest_names_every_labelled_set() -> None:
     assert listed == on_disk
     assert len(SETS) == len(MANIFEST["sets"])
     for spec in SETS.values():
-        for field in ("source", "drawn", "labelled", "role", "floors"):
+        for field in ("source", "drawn", "labelled", "role"):
             assert spec[field], (spec["name"], field)
+        # A blind set may wait for floors until it is scored on the detector it was kept for.
+        assert spec["floors"] or spec["role"].startswith("blind"), spec["name"]
         assert set(spec["floors"]) <= set(SETTINGS), spec["name"]
         assert _rows(spec), spec["name"]
 
