@@ -514,6 +514,18 @@ RULES: tuple[Rule, ...] = (
         note='"The passages are silent on ...", "the context lacks ..."',
     ),
     Rule(
+        "source-leaves-unanswered",
+        RuleKind.SHAPE,
+        rf"\b{HEAD}{POST}(?: (?:simply|also|deliberately|ultimately|however))? leaves? (?:[\w'-]+ )"
+        r"{0,5}?(?:unanswered|unexplained|unrevealed|unresolved|unclear|unspecified|unstated|"
+        r"undisclosed|a mystery)\b",
+        guards=("leave",),
+        triggers=("leave", "leaves"),
+        declines=("The novel leaves the stranger's identity unrevealed.",),
+        answers=("The storm leaves the village cut off for three days.",),
+        note='"The text leaves this unanswered", "the novel leaves his fate a mystery"',
+    ),
+    Rule(
         "none-of-the-source",
         RuleKind.SHAPE,
         r"\b(?:none|neither|not one|no|nothing) (?:of |in |within |from |among )?"
