@@ -1215,14 +1215,19 @@ RULES: tuple[Rule, ...] = (
         r"describes?|described|mentions? (?:other|only|the general|general)|highlights?|outlines?|"
         r"explores?|concerns?|is concerned with|are concerned with|pertains? to|relates? to|"
         r"(?:is|are|was|were|seems? to be|appears? to be) (?:an?|the) (?:\w+ ){0,3}?(?:excerpt|"
-        r"summary|overview|description|discussion|report|statement|collection|list|description)|"
+        r"summary|overview|description|discussion|report|statement|collection|list|story|"
+        r"account|narrative|chapter|article|essay|transcript|biography|history|novel|passage)|"
         r"ends?|contains? (?:\w+ ){0,2}?(?:information|details|data) (?:about|on|regarding)|"
         r"includes? (?:\w+ ){0,2}?(?:information|details|data) (?:about|on|regarding)|"
         r"presents?|introduces?|summari[sz]es?|review(?:s|ed)?|examines?|analy[sz]es?|"
         r"refers? to (?:other|general)|(?:do|does|did) (?:\w+ )?" + ANY_VERB + r")\b|"
         r"^(?:perhaps|maybe|possibly|if you)\b",
         guards=(),
-        declines=("The report covers the company's finances. It does not give the CEO's salary.",),
+        declines=(
+            "The report covers the company's finances. It does not give the CEO's salary.",
+            "There is no mention of the captain in the text. The text appears to be a story about "
+            "a family who emigrates to Canada in the 1850s.",
+        ),
         answers=("The report covers the company's finances. Revenue rose 4% to $3 billion.",),
     ),
     Rule(
