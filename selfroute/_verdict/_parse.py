@@ -1011,43 +1011,108 @@ def _concludes(sentence: str) -> bool:
     return bool(_CONCLUSION.search(sentence)) and _commits(sentence)
 
 
-#: After a decline, a description instead of the answer (the rows of kind DESCRIBES_INSTEAD).
+#: After a decline, a description instead of the answer (the rows of kind DESCRIBES_INSTEAD),
+#: a report of what the source does say (REPORTS), and an answer inferred after all (INFERS).
 _DESCRIBES_INSTEAD = tuple(
     (re.compile(r.pattern), r.guards) for r in rules(RuleKind.DESCRIBES_INSTEAD)
 )
+_REPORTS = tuple((re.compile(r.pattern), r.guards) for r in rules(RuleKind.REPORTS))
+_INFERS = tuple((re.compile(r.pattern), r.guards) for r in rules(RuleKind.INFERS))
+_EXACTNESS = tuple((re.compile(r.pattern), r.guards) for r in rules(RuleKind.EXACTNESS))
+_IMPLICIT = tuple((re.compile(r.pattern), r.guards) for r in rules(RuleKind.IMPLICIT))
+
+
+def _any_row(text: str, rows: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]) -> bool:
+    """Whether one of ``rows`` (pattern, guards) is found in ``text``."""
+    return any(
+        (not guards or _contains(text, guards)) and pattern.search(text) for pattern, guards in rows
+    )
 
 
 def _describes_instead(clause: str) -> bool:
     """Whether ``clause``, after a decline, describes instead of answering (the decline stands)."""
-    core = _lead_stripped(clause)
-    return any(
-        _contains(core, guards) and pattern.search(core) for pattern, guards in _DESCRIBES_INSTEAD
-    )
+    return _any_row(_lead_stripped(clause), _DESCRIBES_INSTEAD)
+
+
+def _reports(sentence: str) -> bool:
+    """Whether ``sentence``, after a decline, reports what the source does say."""
+    if _any_row(sentence, _REPORTS):
+        return True
+    core = _lead_stripped(sentence)  # "Based on the text, we know that ..."
+    return core != sentence and _any_row(core, _REPORTS)
+
+
+#: A concession opening a sentence: "While the text does not give the date, it ...".
+_LEADING_CONCESSION = re.compile(
+    r"^(?:(?:so|therefore|thus|however|but|and),? )?(?:although|though|while|whilst|even though"
+    r"|even if) ([^,;]{3,200}?), (?=\w)"
+)
+
+
+def _clauses(sentence: str) -> list[str]:
+    """``sentence`` split before its main clause: after "but" ("X is not given, but ..."), or after
+    a leading concession ("Although X is not given, ...")."""
+    m = _LEADING_CONCESSION.match(sentence)
+    if m is not None:
+        return [m.group(1), sentence[m.end() :]]
+    return _BUT.split(sentence, maxsplit=1)
+
+
+def _infers_answer(sentence: str) -> bool:
+    """Whether ``sentence`` commits to an answer by inference ("This suggests that she ...")."""
+    if not _any_row(sentence, _INFERS):
+        return False
+    m = _LEADING_CONCESSION.match(sentence)  # "So, while her age is not given, she is probably ..."
+    return _commits(sentence[m.end() :] if m is not None else sentence)
+
+
+def _inferred_after(sentences: _Sentences, start: int) -> int | None:
+    """The first sentence from ``start`` on that infers an answer, if any."""
+    return next((j for j in range(start, len(sentences)) if _infers_answer(sentences[j])), None)
 
 
 def _opening_decline(sentences: _Sentences, first: int) -> str | None:
-    """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer."""
+    """The verdict when sentence ``first`` declines: a refusal unless it hedges into an answer.
+
+    A sentence after the decline that describes the asked-for thing or reports what the source
+    does say ("However, it mentions that ...") is no answer: the decline stands unless a later
+    sentence infers one ("This suggests that ..."), and nothing after that declines again.
+    """
     head = sentences[first]
     # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
-    parts = _BUT.split(head, maxsplit=1)
-    hedged = (
-        len(parts) == 2
-        and _is_refusal(parts[0])
-        and _commits(parts[1])
-        and not _describes_instead(parts[1])
-    )
+    parts = _clauses(head)
+    described = len(parts) == 2 and _is_refusal(parts[0]) and _commits(parts[1])
+    hedged = described and not _describes_instead(parts[1])
     rest = first + 1
     if not hedged:
         nxt = next(
             (i for i in range(first + 1, len(sentences)) if sentences.kind(i) not in "NPX"), None
         )
-        if (
-            nxt is None
-            or not _hedges_into_answer(sentences[nxt])
-            or _describes_instead(sentences[nxt])
-        ):
+        if nxt is None:
             return _refusal_match(head) or head
-        rest = nxt + 1
+        sentence = sentences[nxt]
+        if _infers_answer(sentence):
+            rest = nxt + 1
+        elif (
+            described
+            or _describes_instead(sentence)
+            or (_reports(sentence) and not _any_row(parts[0], _EXACTNESS))
+        ):
+            inferred = _inferred_after(sentences, nxt + 1)
+            if inferred is not None:
+                rest = inferred + 1
+            elif (
+                nxt == len(sentences) - 1
+                and sentences.kind(nxt) == "C"
+                and _any_row(parts[0], _IMPLICIT)
+            ):
+                rest = nxt + 1  # "... not explicitly stated. It only says that she reads a Bible."
+            else:
+                return _refusal_match(head) or head
+        elif _hedges_into_answer(sentence):
+            rest = nxt + 1
+        else:
+            return _refusal_match(head) or head
     later = sentences.first_refusal(rest)
     return None if later is None else (_refusal_match(later) or later)
 

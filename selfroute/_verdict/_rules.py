@@ -42,6 +42,9 @@ from selfroute._verdict._vocabulary import (
     PHRASE_SOURCE_NOUN,
     PHRASE_SUBJECT,
     POST,
+    PRONOUN_REPORT_VERB,
+    REPORT_VERB,
+    REPORTING_HEAD,
     RHEAD,
     SEEK,
     SHAPE_PARTICIPLE,
@@ -93,10 +96,26 @@ class RuleKind(Enum):
     HEDGE = "hedge"
     """After a decline, commits to an answer anyway ("However, it seems ...")."""
     DESCRIBES_INSTEAD = "describes-instead"
-    """After an opening decline, describes the asked-for thing or what the source does say
-    instead of naming the answer ("..., but it is described as a long illness", "What the text
-    does say is ..."): unlike a :attr:`HEDGE`, the decline stands, however long the description
-    goes on."""
+    """After an opening decline, describes the asked-for thing or what the source only says
+    instead of naming the answer ("..., but it is described as a long illness", "It only
+    mentions ..."), in the declining sentence after "but" or in the next one: unlike a
+    :attr:`HEDGE`, the decline stands, however long the description goes on, unless a later
+    sentence infers an answer (:attr:`INFERS`)."""
+    REPORTS = "reports"
+    """After an opening decline, reports what the source does say ("However, it mentions that
+    ...", "According to the text, ...", "We only learn that ..."): the decline stands unless a
+    later sentence infers an answer (:attr:`INFERS`)."""
+    EXACTNESS = "exactness"
+    """A decline of only an exact answer ("it is difficult to determine an exact figure"): a
+    report of the source after it gives the answer approximately (the report is a hedge)."""
+    IMPLICIT = "implicit"
+    """A decline of only an explicit statement ("the passage does not explicitly state the
+    title"): one sentence reporting the source after it, ending the output, gives the answer
+    implicitly ("It only says that she reads a large old Bible."); a longer description does
+    not."""
+    INFERS = "infers"
+    """After a decline and a report of the source, commits to an answer by inference ("This
+    suggests that ...", "So she was most likely ...")."""
     GIVES_UP = "gives-up"
     """After content, gives up on the question itself ("Unable to answer based on ...")."""
 
@@ -148,6 +167,17 @@ GIVES_UP_QUESTION = (
     r"halves|half) of (?:the|your|this) (?:question|query))\b|"
     r"\bit (?:is|was) (?:unable|not able) to (?:\w+ ){0,2}?(?:answer|determine|find|say|tell|"
     r"identify|state|conclude|confirm)\b"
+)
+
+#: Connectives that may open a sentence reporting the source after a decline ("However, ...").
+LINK = (
+    r"(?:(?:however|but|still|that said|yet|also|instead|additionally|in addition|nonetheless|"
+    r"nevertheless|what is more|on the other hand),? ){0,2}"
+)
+#: Adverbs between a reporting source and its verb ("it *does, however,* mention").
+REPORT_ADVERB = (
+    r"only|simply|just|merely|also|briefly|does|do|did|however|instead|mainly|mostly|primarily|"
+    r"further|additionally|repeatedly|itself|though"
 )
 
 RULES: tuple[Rule, ...] = (
@@ -352,6 +382,33 @@ RULES: tuple[Rule, ...] = (
         answers=("To do this, you will need two eggs and some flour.",),
     ),
     Rule(
+        "no-option-confirmed",
+        RuleKind.PHRASE,
+        r"\b(?:none|neither) of (?:the )?(?:\w+ )?(?:options|choices|answers|alternatives)(?: \w+)? "
+        r"(?:can|could|is|are|seems?|appears?) (?:be )?(?:\w+ )?(?:confirmed|determined|verified|"
+        r"supported|correct|right)\b(?! (?:except|but|other than|apart from|save)\b)",
+        guards=("none", "neither"),
+        triggers=("none", "neither"),
+        declines=("The outcome is not stated. So none of the answer options can be confirmed.",),
+        answers=("None of the options is correct except C: the race was cancelled.",),
+        note="a multiple-choice question left open",
+    ),
+    Rule(
+        "would-be-needed",
+        RuleKind.PHRASE,
+        r"\b(?:more|additional|further|extra|fuller) (?:\w+ ){0,2}?(?:context|information|details?|"
+        r"text|excerpts?) (?:would be|will be|is|are|would|may be|might be) (?:\w+ )?(?:needed|"
+        r"required)(?: to (?:\w+ ){0,2}?(?:confirm|answer|determine|say|know|be (?:sure|"
+        r"certain)|verify|tell|identify|pinpoint|establish|conclude)\b| *[.!]?$)",
+        guards=("needed", "required"),
+        triggers=("needed", "required"),
+        declines=(
+            "It seems they may live in Russia, but more context would be needed to confirm that.",
+        ),
+        answers=("Additional information is required to register: your name and your address.",),
+        note='"more context would be needed to confirm that": a guess taken back',
+    ),
+    Rule(
         "terse-decline",
         RuleKind.PHRASE,
         r"^(?:not (?:mentioned|specified|stated|provided|given|available|found|answerable|"
@@ -457,6 +514,18 @@ RULES: tuple[Rule, ...] = (
         note='"The passages are silent on ...", "the context lacks ..."',
     ),
     Rule(
+        "source-leaves-unanswered",
+        RuleKind.SHAPE,
+        rf"\b{HEAD}{POST}(?: (?:simply|also|deliberately|ultimately|however))? leaves? (?:[\w'-]+ )"
+        r"{0,5}?(?:unanswered|unexplained|unrevealed|unresolved|unclear|unspecified|unstated|"
+        r"undisclosed|a mystery)\b",
+        guards=("leave",),
+        triggers=("leave", "leaves"),
+        declines=("The novel leaves the stranger's identity unrevealed.",),
+        answers=("The storm leaves the village cut off for three days.",),
+        note='"The text leaves this unanswered", "the novel leaves his fate a mystery"',
+    ),
+    Rule(
         "none-of-the-source",
         RuleKind.SHAPE,
         r"\b(?:none|neither|not one|no|nothing) (?:of |in |within |from |among )?"
@@ -489,7 +558,7 @@ RULES: tuple[Rule, ...] = (
         r"\bthere(?: is| are| was| were|'s| seems? to be| appears? to be| exists?| has been| have "
         r"been| remains?) (?:no|not any|not a|nothing|not enough|little|insufficient|not much|"
         r"not an?|zero|none) (?:\w+ ){0,3}?" + ABSENT + r"\b|\bthere(?: is| are| was| were|'s)"
-        r" not|\bthere (?:isn't|aren't|wasn't|weren't)(?: really)?(?: any| enough| a| an| much)? "
+        r" not\b|\bthere (?:isn't|aren't|wasn't|weren't)(?: really)?(?: any| enough| a| an| much)? "
         r"(?:\w+ ){0,3}?" + ABSENT + r"\b|\bthere (?:does not|doesn't|do not|don't|did not|didn't) "
         r"(?:seem|appear) to (?:be|have been) (?:any |a |an |much |enough |sufficient )?(?:\w+ ){0,3}?"
         + ABSENT
@@ -511,7 +580,10 @@ RULES: tuple[Rule, ...] = (
             "there aren't",
         ),
         declines=("There seems to be no information on the cost.",),
-        answers=("There seems to be a strong wind in the north, so the ferry is cancelled.",),
+        answers=(
+            "There seems to be a strong wind in the north, so the ferry is cancelled.",
+            "There is nothing better than honey and lemon for a sore throat, the author says.",
+        ),
         note='"There is no (specific) discussion of", "there\'s no mention", "there seem to be no details"',
     ),
     Rule(
@@ -538,7 +610,8 @@ RULES: tuple[Rule, ...] = (
         RuleKind.SHAPE,
         r"\bthere(?: is|'s| was) (?:absolutely )?nothing (?:(?:in|within) (?:the |these |this )?"
         rf"(?:[\w-]+ ){{0,3}}?{HEAD} )?(?:about|on|regarding|concerning|related to|that "
-        r"(?:says|mentions|indicates|states|answers|addresses))\b",
+        r"(?:says|mentions|indicates|states|answers|addresses)|to (?:indicate|suggest|say|tell|"
+        r"confirm|determine|identify))\b",
         guards=("nothing",),
         triggers=("nothing",),
         declines=("There is nothing about his childhood in the passages.",),
@@ -696,7 +769,10 @@ RULES: tuple[Rule, ...] = (
         r"weren't able to|am not able to|hasn't been able to|do not|don't|did not|"
         r"didn't|will not be able to|won't be able to|was not|'m not|am not|could not|"
         r"was unable|have been unable to|have not been able to|haven't been able to|had trouble|"
-        rf"had difficulty|have no way to|have no way of)) (?:\w+ ){{0,3}}?{SEEK}\b",
+        rf"had difficulty|have no way to|have no way of)) (?:\w+ ){{0,3}}?"
+        # "I do not see any problem with ...": seeing is a decline only of what the source holds
+        # (the row inability-to-see)
+        rf"(?!(?:see|notice|spot)\b){SEEK}\b",
         guards=("i ", "we "),
         triggers=("cannot", "n't", "not", "unable", "sorry", "apologi+", "afraid"),
         openings=(
@@ -721,6 +797,7 @@ RULES: tuple[Rule, ...] = (
         declines=("I cannot conclusively state where they first met.",),
         answers=(
             "I cannot stress enough how important the first step is: soak the beans overnight.",
+            "I do not see any problem with using olive oil instead of butter in this recipe.",
         ),
         note='"I could not find", "we cannot determine", "I do not see any mention", "I\'m unable to"',
     ),
@@ -771,12 +848,18 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "and-cannot-find",
         RuleKind.SHAPE,
-        r"\b(?:but|and|yet) (?:i |we )?(?:couldn't|could not|cannot|can't|did not|didn't|was "
-        rf"unable to|am unable to) (?:\w+ ){{0,2}}?{SEEK}\b",
+        # the speaker's own search: "..., but I could not find", "I read it but could not find"
+        r"\b(?:but|and|yet) (?:i|we) (?:couldn't|could not|cannot|can't|did not|didn't|was "
+        rf"unable to|am unable to|were unable to) (?:\w+ ){{0,2}}?{SEEK}\b|^(?:i|we) (?:[\w',-]+ )"
+        r"{0,25}?(?:but|and|yet) (?:couldn't|could not|cannot|can't|did not|didn't|was unable to|"
+        rf"am unable to|were unable to) (?:\w+ ){{0,2}}?{SEEK}\b",
         guards=("n't", "not", "unable"),
         triggers=("n't", "not", "cannot", "unable"),
         declines=("I read the report but could not find the figure.",),
-        answers=("The ring was lost, and she could not stop crying until Tom found it in May.",),
+        answers=(
+            "The ring was lost, and she could not stop crying until Tom found it in May.",
+            "The police searched the house but could not find the weapon. The butler did it.",
+        ),
     ),
     Rule(
         "source-not-specific",
@@ -1017,7 +1100,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "request",
         RuleKind.REQUEST,
-        r"^(?:please|kindly|let me know|feel free|i(?:'d| would) be (?:happy|glad)|i hope|thank you|"
+        r"^(?:please(?! (?:note|be aware|keep in mind|bear in mind|remember|be advised)\b)|kindly|"
+        r"let me know|feel free|i(?:'d| would) be (?:happy|glad)|i hope|thank you|"
         r"thanks|perhaps rephrasing|could you|can you|would you)\b|\bif you (?:can |could |would )?"
         r"(?:provide|share|give|clarify|rephrase|specify|tell me)\b|\bplease (?:provide|share|"
         r"clarify|let|feel|rephrase|check)\b",
@@ -1037,7 +1121,10 @@ RULES: tuple[Rule, ...] = (
             "if you",
         ),
         declines=("Please provide more details about the contract.",),
-        answers=("Thank you for the passages. The capital of Peru is Lima.",),
+        answers=(
+            "Thank you for the passages. The capital of Peru is Lima.",
+            "Please note: the museum is closed on Mondays. It opens at nine on other days.",
+        ),
     ),
     Rule(
         "apology",
@@ -1128,14 +1215,19 @@ RULES: tuple[Rule, ...] = (
         r"describes?|described|mentions? (?:other|only|the general|general)|highlights?|outlines?|"
         r"explores?|concerns?|is concerned with|are concerned with|pertains? to|relates? to|"
         r"(?:is|are|was|were|seems? to be|appears? to be) (?:an?|the) (?:\w+ ){0,3}?(?:excerpt|"
-        r"summary|overview|description|discussion|report|statement|collection|list|description)|"
+        r"summary|overview|description|discussion|report|statement|collection|list|story|"
+        r"account|narrative|chapter|article|essay|transcript|biography|history|novel|passage)|"
         r"ends?|contains? (?:\w+ ){0,2}?(?:information|details|data) (?:about|on|regarding)|"
         r"includes? (?:\w+ ){0,2}?(?:information|details|data) (?:about|on|regarding)|"
         r"presents?|introduces?|summari[sz]es?|review(?:s|ed)?|examines?|analy[sz]es?|"
         r"refers? to (?:other|general)|(?:do|does|did) (?:\w+ )?" + ANY_VERB + r")\b|"
         r"^(?:perhaps|maybe|possibly|if you)\b",
         guards=(),
-        declines=("The report covers the company's finances. It does not give the CEO's salary.",),
+        declines=(
+            "The report covers the company's finances. It does not give the CEO's salary.",
+            "There is no mention of the captain in the text. The text appears to be a story about "
+            "a family who emigrates to Canada in the 1850s.",
+        ),
         answers=("The report covers the company's finances. Revenue rose 4% to $3 billion.",),
     ),
     Rule(
@@ -1199,6 +1291,243 @@ RULES: tuple[Rule, ...] = (
             "His illness is described as a long and wasting malady: tuberculosis, which kills "
             "him in the final chapter.",
         ),
+    ),
+    Rule(
+        "only-mentions",
+        RuleKind.DESCRIBES_INSTEAD,
+        rf"^{LINK}(?:it|they|(?:the|this|these|that) (?:[\w'-]+ ){{0,2}}?{REPORTING_HEAD}|we|the "
+        rf"reader|readers)(?: (?:does|do|did|however|also))?,? (?:only|merely|just|simply)"
+        rf"(?: briefly| vaguely| fleetingly| in passing)? (?:{REPORT_VERB}|know|learn|are told|"
+        r"hear|find out)\b",
+        guards=("only", "merely", "just", "simply"),
+        declines=(
+            "The article does not give the number of annotators. It only mentions that the data "
+            "was labelled by native speakers and that agreement was measured with Cohen's kappa.",
+            "The novel never says what was in the parcel, but we only learn that it was heavy and "
+            "that Eleanor kept it locked in her wardrobe until she left for London.",
+        ),
+        answers=(
+            "The text does not say outright what was in the parcel. It only mentions that it was "
+            "heavy and rattled, which suggests it held the missing silver spoons.",
+            "It only takes ten minutes to walk from the station to the museum.",
+        ),
+        note='after a decline, what the source only mentions (also after "but" in the decline)',
+    ),
+    Rule(
+        "reports-source",
+        RuleKind.REPORTS,
+        rf"^{LINK}(?:(?:it|they)(?:,? (?:{REPORT_ADVERB}))*,? {PRONOUN_REPORT_VERB}|(?:the|this|"
+        rf"these|that|those|its) (?:[\w'-]+ ){{0,2}}?{REPORTING_HEAD}{POST}(?:,? "
+        rf"(?:{REPORT_ADVERB}))*,? {REPORT_VERB})\b",
+        guards=(),
+        declines=(
+            "The document does not specify the number of participants. However, it "
+            "mentions that the data were collected from twelve hospitals across Europe, and the "
+            "authors describe the annotation protocol in detail.",
+            "The paper doesn't explicitly say which optimizer was used. The paper does provide "
+            "the training details: 100 epochs with early stopping and dropout of 0.3.",
+        ),
+        answers=(
+            "The text does not state her job outright. However, it mentions that she worked night "
+            "shifts on the children's ward. This suggests that she was a nurse.",
+            "The article does not explicitly mention the dataset used, but it mentions that the "
+            "models are trained on the book corpus, PPDB and Twitter.",
+            "The text does not say what the box is made of. However, it contains a ring and a "
+            "letter from her mother, which she reads on the train.",
+        ),
+        note='"However, it mentions that ...", "The paper does provide ...": a source reporting',
+    ),
+    Rule(
+        "according-to-source",
+        RuleKind.REPORTS,
+        rf"^{LINK}(?:according to|as (?:stated|mentioned|described|noted|reported|told) (?:in|by)"
+        rf"|per) (?:the|this|that|its) (?:[\w'-]+ ){{0,2}}?{REPORTING_HEAD}\b",
+        guards=("according", " in ", " by ", "per "),
+        declines=(
+            "The document does not state how much the company paid for the acquisition. "
+            "According to the report, the deal closed in the third quarter and was financed with "
+            "cash on hand and a new credit facility.",
+        ),
+        answers=(
+            "The document does not give an exact figure. According to the report, the company "
+            "paid roughly two billion dollars, so the price was about $2 billion.",
+        ),
+    ),
+    Rule(
+        "we-learn",
+        RuleKind.REPORTS,
+        rf"^{LINK}(?:we|the reader|readers)(?: (?:do|also|are|can|however|still))* (?:know|learn|"
+        r"are told|find out|hear)\b",
+        guards=("know", "learn", "told", "find out", "hear"),
+        declines=(
+            "The story never reveals the stranger's name. We learn that he arrived on a grey "
+            "horse, wore a long black coat and spoke with a foreign accent.",
+            "The text does not say why the brothers quarrelled. Based on the text, we know that "
+            "they had not spoken for ten years and that their mother tried to reconcile them.",
+        ),
+        answers=(
+            "The story never names the stranger outright. We learn that he signs the inn's book "
+            "as J. Moreau, so he is most likely Jean Moreau, the missing heir.",
+        ),
+    ),
+    Rule(
+        "it-is-mentioned",
+        RuleKind.REPORTS,
+        rf"^{LINK}(?:it (?:is|was)|it's)(?: (?:only|also|briefly|however))* (?:mentioned|stated|"
+        r"noted|said|reported|written) (?:that|in|how|where|when|only)\b|"
+        rf"^{LINK}there (?:is|are|'s|was|were) (?:a |an |some |several |a few |one |two |many |"
+        r"numerous |only )?(?:(?:brief|passing|indirect|general|vague|other|related|single) )*"
+        r"(?:mentions?|references?|allusions?) (?:of|to)\b",
+        guards=(
+            "mention",
+            "stated",
+            "noted",
+            "said",
+            "reported",
+            "written",
+            "reference",
+            "allusion",
+        ),
+        declines=(
+            "The text does not explain why the captain changed course. It is mentioned that a "
+            "storm damaged the mainmast on the third night and that the crew grew restless.",
+            "The book does not name the lighthouse keeper. There is a brief mention of an old man "
+            "who tended the lamp before the war, but nothing more.",
+        ),
+        answers=(
+            "There is a mention of the lighthouse keeper in chapter two: Tom Hale, who tends the "
+            "lamp until the storm.",
+        ),
+    ),
+    Rule(
+        "what-it-does-say",
+        RuleKind.REPORTS,
+        rf"\bwhat (?:the (?:[\w'-]+ ){{0,2}}?{REPORTING_HEAD}|it|they|we|you|i) (?:does|do|did|can|"
+        r"could) (?:\w+ )?(?:say|mention|state|describe|tell|know|learn|find|cover|show|provide|"
+        r"include|contain|discuss|gather|see)\b|^(?:here(?:'s| is| are)|below (?:is|are)|these "
+        r"are) (?:what|some|a few|the|a summary of|an overview of) (?:\w+ ){0,3}?(?:details?|"
+        r"information|points?|facts?|things|text|document|passage|book|story|paper|novel|"
+        r"article|excerpt|we|it)\b",
+        guards=("what", "here", "below", "these are"),
+        declines=(
+            "The document doesn't say what Arthur found in the cellar. What it does describe is "
+            "the night he arrived: he was greeted by the housekeeper and warned not to go "
+            "downstairs after dark.",
+            "The novel doesn't state how old Hannah is when she leaves. Here's what we do know "
+            "from the text:\n\n1. She finished school in the spring.\n2. She worked at her "
+            "uncle's bakery over the summer.\n3. She left for Boston in late August.",
+        ),
+        answers=(
+            "Here is what the text says about her age: she turns eighteen in the first chapter.",
+        ),
+    ),
+    Rule(
+        "related-details",
+        RuleKind.REPORTS,
+        rf"^{LINK}(?:there (?:are|is)|here are|i (?:can|could) (?:offer|share|provide|tell you)|"
+        rf"(?:the (?:\w+ ){{0,2}}?{REPORTING_HEAD}|it) (?:does )?(?:provides?|gives?|offers?|"
+        r"contains?|has|includes?)) (?:a few |some |several |two |three |a couple of |the "
+        r"following |a little |limited |certain )?(?:(?:other|related|relevant|potentially|"
+        r"contextual|possible|useful|tangential|background|general|indirect|surrounding) )+"
+        r"(?:details?|information|points?|facts?|clues?|hints?|context|passages?|mentions?|"
+        r"references?)\b|^the (?:closest|nearest) (?:\w+ ){0,3}?(?:is|comes|we get|it gets|"
+        r"thing|mention|reference|information|details?|hint|clue)\b|^the only (?:\w+ )?"
+        r"(?:mention|reference|information|details?|hint|clue|indication|related|relevant)\b|"
+        rf"^all (?:that )?(?:we|the reader|it|the (?:\w+ ){{0,2}}?{REPORTING_HEAD}) (?:knows?|"
+        r"learns?|is told|says?|mentions?|tells? us)\b",
+        guards=(
+            "related",
+            "relevant",
+            "context",
+            "potentially",
+            "possible",
+            "useful",
+            "tangential",
+            "background",
+            "general",
+            "indirect",
+            "surrounding",
+            "closest",
+            "nearest",
+            "only",
+            "all ",
+        ),
+        declines=(
+            "The text does not mention what happened to the dog. However, there are a few "
+            "related details: the family moved to the farm in early summer and the children "
+            "spent their days by the river.",
+            "The paper does not report the training time. The closest it comes is stating that "
+            "all experiments ran on eight V100 GPUs.",
+        ),
+        answers=(
+            "The text does not say when the dog died. The closest it comes is the line about the "
+            "empty kennel in October, so the dog most likely died in early autumn.",
+        ),
+    ),
+    Rule(
+        "exact-only",
+        RuleKind.EXACTNESS,
+        r"\b(?:exact|exactly|precise|precisely)\b",
+        guards=("exact", "precise"),
+        declines=(
+            "The text does not say what Maria's job was. However, it mentions that she lived above "
+            "the bakery and walked to the station every morning.",
+        ),
+        answers=(
+            "It is difficult to determine an exact figure for the rainfall. However, we know that "
+            "the town gets about 12 inches of rain and 34 inches of snow a year.",
+        ),
+        note="a decline of exactness, then what the source does say: an approximate answer",
+    ),
+    Rule(
+        "not-explicitly",
+        RuleKind.IMPLICIT,
+        r"\b(?:explicitly|directly|expressly|outright|in so many words|by name)\b",
+        guards=("explicit", "direct", "express", "outright", "so many words", "by name"),
+        declines=(
+            "The passage does not explicitly state the title. It only says that she reads a large "
+            "old Bible. It also mentions that she keeps it on the table by the window.",
+        ),
+        answers=(
+            "The passage does not explicitly state the title. It only says that she reads a large "
+            "old Bible.",
+        ),
+        note="one short report after a decline of explicitness: the answer, implicitly",
+    ),
+    Rule(
+        "infers-answer",
+        RuleKind.INFERS,
+        r"^(?:this|that|these (?:\w+ )?(?:details?|facts|clues|hints|descriptions|points|"
+        r"passages)|(?:all|taken together|together),? (?:of )?(?:this|these))(?: \w+)? (?:strongly "
+        r"|clearly |also )?(?:suggests?|implies|indicates?|means|points? to|hints? (?:at|that))\b|"
+        r", (?:which (?:strongly |clearly )?(?:suggests|implies|indicates|means)|meaning that|"
+        r"hence|therefore|thus)\b|"
+        r"^(?:therefore|so(?! far)|thus|hence|consequently|as a result|in conclusion|ultimately)\b|"
+        r"^(?:based on|given|from|judging (?:by|from)|considering|putting together) (?:this|these|"
+        r"that|all (?:of )?(?:this|these|the above)|the above|the (?:\w+ ){0,2}?(?:context|details|"
+        r"information|clues|evidence|descriptions?|facts|hints))\b|"
+        r"\b(?:it (?:seems|appears)|(?:seems|appears) to (?:be|have)|seemingly|apparently|can be "
+        r"(?:reasonably )?(?:inferred|deduced|concluded|assumed|surmised)|(?:we|one|you|i) (?:can|"
+        r"could) (?:reasonably )?(?:infer|deduce|conclude|assume|surmise)|(?:is|are|was|were) "
+        r"(?:strongly |heavily |clearly |also )?(?:implied|suggested|inferred)|most likely|more "
+        r"likely than not|(?:is|are|was|were) (?:very |quite |most )?likely|probably|presumably|"
+        r"must have been|(?:best|reasonable) (?:inference|guess)|the (?:likely|probable) answer)\b",
+        guards=(),
+        declines=(
+            "The text does not state her job. It mentions that she walked to the station every "
+            "morning. It is possible that she worked in the city, but the text does not confirm "
+            "this.",
+            "Unfortunately I do not have enough context to definitively state where the Tristens "
+            "live. Based on the snippets provided, it seems they may live in Russia, but more "
+            "context would be needed to confirm that.",
+        ),
+        answers=(
+            "The text does not state her job. However, it mentions that she worked night shifts "
+            "on the children's ward, so she was most likely a nurse.",
+            "The novel doesn't state Hannah's age. It mentions that she finished high school that "
+            "spring. Therefore, she is probably eighteen when she leaves for college.",
+        ),
+        note="after a decline and a report of the source, the answer inferred from it",
     ),
     Rule(
         "gives-up",

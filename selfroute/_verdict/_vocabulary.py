@@ -225,6 +225,38 @@ NEGATION = (
     r"failed to|seems? not to|appears? not to|never)"
 )
 
+#: Heads of a source that can *report* what it says ("the paper mentions that ..."): a selection
+#: of :data:`SOURCE_HEADS` without the things a story holds (a letter, a meeting, a record), whose
+#: report is the story's content, not the source's.
+REPORTING_HEADS: tuple[str, ...] = (
+    "text", "texts", "passage", "passages", "context", "document", "documents", "article",
+    "excerpt", "excerpts", "extract", "chunk", "chunks", "snippet", "snippets", "section",
+    "sections", "paragraph", "paragraphs", "source", "sources", "material", "paper", "study",
+    "report", "filing", "book", "novel", "story", "narrative", "transcript", "content",
+    "information", "summary", "chapter", "chapters", "abstract", "author", "authors", "writer",
+)  # fmt: skip
+#: Verbs of information by which a source reports what it holds without disclosing an answer
+#: ("it mentions that ...", "the paper describes ..."): a selection of :data:`INFO_VERBS` (not
+#: *reveal*, *confirm*, *identify*, *name*, *specify*, *indicate*, *explain*, *make clear*, which
+#: state the answer itself), and :data:`NARRATION_VERBS`.
+REPORT_VERBS: tuple[str, ...] = (
+    "mention", "discuss", "state", "say", "detail", "describe", "list", "report", "note", "cite",
+    "outline", "touch on", "talk about", "go into", "delve into", "comment on", "refer",
+    "reference",
+)  # fmt: skip
+#: Verbs of information that report only with a noun subject: with "it" they are as often said
+#: of the thing asked about ("It contains a ring and a letter").
+NOUN_REPORT_VERBS: tuple[str, ...] = (
+    "provide", "contain", "include", "give", "offer", "cover", "present", "tell", "deal with",
+)  # fmt: skip
+#: Verbs by which a source narrates or dwells on something (not verbs of information).
+NARRATION_VERBS: tuple[str, ...] = (
+    "focuses on", "focused on", "focus on", "highlights", "highlighted", "recounts", "recounted",
+    "narrates", "depicts", "portrays", "emphasizes", "emphasises", "centers on", "centres on",
+    "revolves around", "concentrates on",
+)  # fmt: skip
+
+
 #: Source nouns the phrase rules accept after their determiners ("the provided *text* does not
 #: mention"): a selection of :data:`SOURCE_HEADS`, in the order the patterns try them.
 PHRASE_SOURCE_NOUNS: tuple[str, ...] = (
@@ -291,4 +323,23 @@ INABILITY = (
     r"(?:cannot|can't|can not|could not|couldn't|am unable to|'m unable to|am not able to|"
     r"'m not able to|was unable to|were unable to|are unable to|do not|don't|did not|didn't|"
     r"will not be able to|won't be able to|unable to)"
+)
+
+#: A head that reports (:data:`REPORTING_HEADS`) and its verbs in any form
+#: (:data:`REPORT_VERBS`, :data:`NARRATION_VERBS`).
+REPORTING_HEAD = alt(REPORTING_HEADS)
+#: What "it" or "they" can report by (:data:`REPORT_VERBS`, :data:`NARRATION_VERBS`, any form).
+PRONOUN_REPORT_VERB = alt(
+    [*(form for base in REPORT_VERBS for form in (base, *INFO_VERBS[base])), *NARRATION_VERBS]
+)
+#: What a source noun can report by: those and :data:`NOUN_REPORT_VERBS`.
+REPORT_VERB = alt(
+    [
+        *(
+            form
+            for base in (*REPORT_VERBS, *NOUN_REPORT_VERBS)
+            for form in (base, *INFO_VERBS[base])
+        ),
+        *NARRATION_VERBS,
+    ]
 )
