@@ -15,7 +15,12 @@ arrived, so their TTFT is the plain chain's plus the object's opening (``{"answe
 it is measured on the server above (info) and on a hosted-model profile (400 ms to the first
 byte, a 4-character token every 10 ms, as small hosted models stream), where the target applies.
 The time until the whole object has arrived -- when a held verdict showed its first token -- is
-reported beside it.
+reported beside it, and so are the wire's floor (when the server sent the first event carrying
+answer text: no client can show it sooner) and what the client adds after it. On the 50 ms server
+the object's opening is three 20 ms events (``{"answerable":``, `` true,``, `` "answer":``) before
+the first answer word, a floor of about (50 + 4 * 20) / (50 + 20) = 1.86x the plain stream's
+first word; the client shows the text about a millisecond after the server sends it, as it
+does for plain text.
 """
 
 from __future__ import annotations
@@ -83,6 +88,82 @@ def first_and_last(
     return first, last
 
 
+def first_answer_sent(sent: Sequence[tuple[float, bytes]], *, structured: bool) -> float:
+    """When the server sent the first stream event that carries answer text: plain content, or
+    (``structured``) text of the object's ``answer`` string (content or tool-call argument
+    deltas, read by the library's own object reader)."""
+    import json
+
+    from selfroute._structured_stream import VerdictStream
+
+    preview = VerdictStream()
+    for at, event in sent:
+        body = event.decode("utf-8").strip()
+        if not body.startswith("data:") or body.endswith("[DONE]"):
+            continue
+        for choice in json.loads(body[5:]).get("choices") or ():
+            delta = choice.get("delta") or {}
+            text = str(delta.get("content") or "")
+            for call in delta.get("tool_calls") or ():
+                text += str((call.get("function") or {}).get("arguments") or "")
+            if preview.feed(text) if structured else text:
+                return at
+    raise RuntimeError("the server sent no answer text")
+
+
+def wire_timed(
+    server: Any,
+    stream: Callable[[], Iterable[Any]],
+    text_of: Callable[[Any], str],
+    *,
+    structured: bool,
+) -> tuple[float, float]:
+    """``(TTFT, when the server sent the first answer text)``, both from the call, in seconds."""
+    server.sent = []
+    t0 = time.perf_counter()
+    first = ttft(stream, text_of)
+    sent = first_answer_sent(server.sent, structured=structured) - t0
+    server.sent = None
+    return first, sent
+
+
+def _wire_rows(
+    ctx: BenchContext,
+    name: str,
+    profile: str,
+    base: Sequence[tuple[float, float]],
+    ours: Sequence[tuple[float, float]],
+) -> list[Any]:
+    """What the server's wire allows (no client shows text before the server sends it) and
+    what the client adds after it, plain against structured."""
+    b_wire = percentile([s for _, s in base], 50)
+    o_wire = percentile([s for _, s in ours], 50)
+    b_lag = percentile([f - s for f, s in base], 50)
+    o_lag = percentile([f - s for f, s in ours], 50)
+    ctx.log(
+        f"  [3] {name} ({profile}): server sent the first answer text at {b_wire * 1e3:.1f} -> "
+        f"{o_wire * 1e3:.1f} ms; shown {b_lag * 1e3:.2f} -> {o_lag * 1e3:.2f} ms after it"
+    )
+    return [
+        ratio_row(
+            f"{name}: when the server sent the first answer text p50 (the wire's floor: the "
+            f"object's opening comes first; info); {profile}",
+            b_wire,
+            o_wire,
+            target=None,
+            fmt=fmt_ms,
+        ),
+        ratio_row(
+            f"{name}: TTFT after the server sent the first answer text p50 (what the client "
+            f"adds; info); {profile}",
+            b_lag,
+            o_lag,
+            target=None,
+            fmt=fmt_ms,
+        ),
+    ]
+
+
 def _response_gen(engine: Any, question: str) -> Iterable[Any]:
     """A streaming LlamaIndex engine's text pieces for ``question``."""
     return engine.query(question).response_gen  # type: ignore[no-any-return]
@@ -123,6 +204,14 @@ def _structured_rows(ctx: BenchContext, text: str, questions: Sequence[str]) -> 
                 first_and_last(functools.partial(ours, questions[0]), _lc_text)
                 b = [ttft(functools.partial(base, q), _lc_text) for q in questions]
                 o = [first_and_last(functools.partial(ours, q), _lc_text) for q in questions]
+                bw = [
+                    wire_timed(srv, functools.partial(base, q), _lc_text, structured=False)
+                    for q in questions
+                ]
+                ow = [
+                    wire_timed(srv, functools.partial(ours, q), _lc_text, structured=True)
+                    for q in questions
+                ]
                 b50 = percentile(b, 50)
                 o50 = percentile([f for f, _ in o], 50)
                 whole50 = percentile([w for _, w in o], 50)
@@ -149,6 +238,7 @@ def _structured_rows(ctx: BenchContext, text: str, questions: Sequence[str]) -> 
                         fmt=fmt_ms,
                     )
                 )
+                rows.extend(_wire_rows(ctx, name, profile, bw, ow))
     return rows
 
 

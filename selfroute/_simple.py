@@ -89,6 +89,32 @@ class LexicalIndex:
         ]
 
 
+def _piece(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise ConfigurationError(
+        "a stream_structured function must yield str pieces of the object's JSON text, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _streamed_object(text: str) -> Generation:
+    """The object a ``stream_structured`` function streamed (a cut-off or malformed one is no
+    verdict: the flow then goes to long context)."""
+    obj = load_structured(text)
+    if obj is None:
+        return Generation(text=text, structured_error="the streamed object could not be parsed")
+    return Generation(text=json.dumps(obj, ensure_ascii=False), structured=obj)
+
+
+def _joined(chunks: Sequence[GenerationChunk]) -> Generation:
+    """An unstreamed call from a streamed structured one: its closing piece."""
+    last = chunks[-1]
+    return Generation(
+        text=last.text, structured=last.structured, structured_error=last.structured_error
+    )
+
+
 GenerateFn = Callable[[str], str | Generation | Awaitable[str | Generation]]
 
 
@@ -127,6 +153,11 @@ class FunctionHandler:
         generate_structured: Optional ``generate_structured(prompt, schema) -> dict |
             Generation`` for structured verdicts (``verdict="structured"`` or ``"auto"``); a
             ``Generation`` must carry the object in ``structured``.
+        stream_structured: Optional ``stream_structured(prompt, schema)`` yielding (or async
+            yielding) the object's JSON text piece by piece as the model writes it (a
+            JSON-schema response's content deltas, or a tool call's argument deltas): streamed
+            structured verdicts show the ``answer`` text as it arrives, once ``answerable`` is
+            true. Unstreamed calls join it when ``generate_structured`` is not given.
     """
 
     def __init__(
@@ -137,9 +168,11 @@ class FunctionHandler:
         long_context_generate: GenerateFn | None = None,
         long_context: Any = None,
         generate_structured: Callable[[str, Mapping[str, Any]], Any] | None = None,
+        stream_structured: Callable[[str, Mapping[str, Any]], Any] | None = None,
     ) -> None:
         self._retrieve = retrieve
         self._structured = generate_structured
+        self._stream_structured = stream_structured
         self._gen = {Stage.RAG: generate, Stage.LONG_CONTEXT: long_context_generate or generate}
         self._lc = long_context
 
@@ -162,18 +195,35 @@ class FunctionHandler:
         if request is None:
             return None
         if self._structured is None:
+            if self._stream_structured is not None:
+                return None  # generate/agenerate join the stream
             structured_unsupported(request.required, "no generate_structured function was given")
             return None
         return self._structured(request.prompt, request.schema)
 
+    def _streams_structured(self, step: Generate) -> bool:
+        return step.structured is not None and self._stream_structured is not None
+
     def generate(self, step: Generate) -> Generation:
+        if self._structured is None and self._streams_structured(step):
+            return _joined(list(self.stream(step)))
         value = self._structured_call(step)
         if value is not None:
             return _as_structured(value)
         return _as_generation(self._gen[step.stage](step.prompt))
 
     def stream(self, step: Generate) -> Iterable[GenerationChunk]:
-        yield GenerationChunk.of(self.generate(step))
+        if not self._streams_structured(step):
+            yield GenerationChunk.of(self.generate(step))
+            return
+        assert self._stream_structured is not None and step.structured is not None
+        pieces = self._stream_structured(step.structured.prompt, step.structured.schema)
+        text: list[str] = []
+        for piece in pieces:
+            if piece := _piece(piece):
+                text.append(piece)
+                yield GenerationChunk(structured_delta=piece)
+        yield GenerationChunk.of(_streamed_object("".join(text)))
 
     def load_long_context(self, step: LoadLongContext) -> Any:
         return self._docs(step)
@@ -186,13 +236,33 @@ class FunctionHandler:
         return list(await self._await(self._retrieve(step.question, step.k)))
 
     async def agenerate(self, step: Generate) -> Generation:
+        if self._structured is None and self._streams_structured(step):
+            return _joined([chunk async for chunk in self.astream(step)])
         value = self._structured_call(step)
         if value is not None:
             return _as_structured(await self._await(value))
         return _as_generation(await self._await(self._gen[step.stage](step.prompt)))
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        yield GenerationChunk.of(await self.agenerate(step))
+        if not self._streams_structured(step):
+            yield GenerationChunk.of(await self.agenerate(step))
+            return
+        assert self._stream_structured is not None and step.structured is not None
+        pieces = await self._await(
+            self._stream_structured(step.structured.prompt, step.structured.schema)
+        )
+        text: list[str] = []
+        if hasattr(pieces, "__aiter__"):
+            async for piece in pieces:
+                if piece := _piece(piece):
+                    text.append(piece)
+                    yield GenerationChunk(structured_delta=piece)
+        else:
+            for piece in pieces:
+                if piece := _piece(piece):
+                    text.append(piece)
+                    yield GenerationChunk(structured_delta=piece)
+        yield GenerationChunk.of(_streamed_object("".join(text)))
 
     async def aload_long_context(self, step: LoadLongContext) -> Any:
         return await self._await(self._docs(step))

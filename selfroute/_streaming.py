@@ -72,6 +72,17 @@ _UNSTABLE = frozenset("<>:：")
 #: The longest reasoning tag (``</reflection>``): a ``<`` this close to the end may still open one.
 _TAG_REACH = 16
 
+#: Characters a chunk must not hold for the held text's sentence check to look at a window only
+#: (a line break ends a sentence; the others may change how the text is cleaned).
+_WINDOW_UNSAFE = frozenset("\n<>:：")
+#: Terminal punctuation: a window must not start inside a run of it.
+_TERMINALS = frozenset(".!?;")
+#: How much of the held text before a chunk its sentence check reads. A sentence end's reading
+#: looks 12 characters back ("approx." and its word boundary) and 2 ahead; the window's first
+#: 12 characters are only context (an abbreviation cut there may read as an end).
+_WINDOW = 32
+_CONTEXT = 12
+
 _SPACE = re.compile(r"\s")
 _WORD = re.compile(r"[^\W_]")  # a letter or digit: text with none is not judged yet ("* ", "1.")
 
@@ -131,6 +142,11 @@ class SentinelSniffer:
         self._settled = False
         self._pending = ""  # cleaned text after the shown text: trailing markup, white space
         self._inside = False  # the text so far ends inside an unterminated reasoning block
+        # The held text's cleaning has a word and no sentence end yet, and nothing can be shown
+        # before one (a detector with no hold limit, or an opening that read as a decline): its
+        # last _WINDOW + 1 cleaned characters, so a chunk that cannot end a sentence is only
+        # looked at itself (None: the next chunk is judged with the whole text).
+        self._quiet_tail: str | None = None
 
     @property
     def released(self) -> bool:
@@ -168,6 +184,11 @@ class SentinelSniffer:
             self._raw.append(delta)
             self._raw_tail = tail
             return ""
+        if self._quiet_tail is not None and self._still_quiet(delta):
+            self._raw.append(delta)
+            self._raw_tail = tail
+            return ""
+        self._quiet_tail = None
         if not self._open and delta.isspace() and self._raw_tail[-1:].isspace():
             # white space after white space adds nothing to judge, and nothing to show (trailing
             # white space is held): the next chunk with text is judged with it
@@ -190,6 +211,7 @@ class SentinelSniffer:
             if could_start_decline(cleaned, sentinel=self.sentinel, strict=self.strict):
                 return ""
             if self._hold_limit > 0 and not self._reads_as_answer(cleaned):
+                self._note_quiet(cleaned)
                 return ""
             self._open = True
         if not cleaned.startswith(self.emitted):
@@ -204,6 +226,42 @@ class SentinelSniffer:
             return ""
         self._pending = cleaned[len(shown) :]
         return self._emit(shown[self._emitted_len :])
+
+    def _note_quiet(self, cleaned: str) -> None:
+        """After a full judgement that held ``cleaned``: whether later chunks may be judged by
+        :meth:`_still_quiet` (see ``_quiet_tail``)."""
+        forced = self._hold_limit == sys.maxsize or self._suspect
+        if forced and _WORD.search(cleaned) and not complete_sentences(cleaned):
+            self._quiet_tail = cleaned[-(_WINDOW + 1) :]
+
+    def _still_quiet(self, delta: str) -> bool:
+        """Whether the held text plus ``delta`` still has no sentence end (so nothing is shown),
+        read from the last cleaned characters and ``delta`` alone.
+
+        Such a chunk extends the cleaning by itself: it opens or closes no reasoning tag and
+        adds no label colon, and the cleaning so far has a word (no leading label or markup is
+        still forming). A sentence end it could make ends at most 2 characters before the old
+        text's end, far enough into the window that the window reads it exactly as the whole
+        text does. Ends the window finds in its first ``_CONTEXT`` characters are old text the
+        whole text read as no end (an abbreviation cut off by the window); any other end the
+        window finds (or thinks it finds) has the whole text judged.
+        """
+        tail = self._quiet_tail
+        assert tail is not None
+        if _WINDOW_UNSAFE.intersection(delta) or "<" in self._raw_tail:
+            return False
+        window = tail[-_WINDOW:]
+        if len(tail) > _WINDOW and tail[0] in _TERMINALS and window[:1] in _TERMINALS:
+            # the window would start inside a run of terminal punctuation: start after it
+            window = window.lstrip("".join(_TERMINALS))
+            if len(window) < _WINDOW - 6:
+                return False
+        window += delta
+        ended = complete_sentences(window)
+        if ended if len(tail) <= _WINDOW else len(ended) >= _CONTEXT:  # short: the whole text
+            return False
+        self._quiet_tail = (tail + delta)[-(_WINDOW + 1) :]
+        return True
 
     def _extend(self, delta: str) -> str:
         """The released text grows by ``delta`` (its cleaning is the old one plus ``delta``)."""
@@ -234,6 +292,10 @@ class SentinelSniffer:
                 # "You asked about X." or "The report covers Y.": the next sentence decides
                 self._suspect = self._declines(done) or says_nothing_yet(done)
             return not self._suspect
+        if self._hold_limit == sys.maxsize:
+            # nothing is shown before a sentence has ended, and that sentence is judged afresh:
+            # what the openings read would decide nothing
+            return False
         # Every opening of the sentence that ends a word, and the text so far as if its last word
         # were complete: "Her birth year is not mentioned" declines, and may arrive in one chunk
         # with what follows ("... mentioned in the").

@@ -28,6 +28,7 @@ from selfroute.cli._openai import (
     RETRY_STATUSES,
     STREAM_DONE,
     OpenAIChat,
+    StructuredStream,
     backoff_s,
     error_message,
     parse_usage,
@@ -182,6 +183,37 @@ class AsyncOpenAIChat(OpenAIChat):
         """One call with a ``json_schema`` response format (as the sync client's)."""
         data = await self._json(self._body(request.prompt, stream=False, schema=request.schema))
         return structured_generation(data, self._choice(data), self.model)
+
+    async def astream_structured(
+        self, request: StructuredRequest
+    ) -> AsyncIterator[GenerationChunk]:
+        """A streamed call with a ``json_schema`` response format, as the sync client's
+        ``stream_structured``: the object's JSON text (``structured_delta``), then the object.
+        Closing (or cancelling) the iterator closes the connection."""
+        httpx = _httpx()
+        body = self._body(request.prompt, stream=True, schema=request.schema)
+        response = await self._send(body, stream=True)
+        reader = StructuredStream(self.model)
+        try:
+            async for line in response.aiter_lines():
+                data = stream_event(line, url=self.url, model=self.model)
+                if data is None:
+                    continue
+                if data is STREAM_DONE:
+                    break
+                if delta := reader.feed(data):
+                    yield GenerationChunk(structured_delta=delta)
+        except httpx.HTTPError as exc:
+            raise ModelOutputError(
+                f"the stream from {self.url} (model {self.model}) broke off: "
+                f"{type(exc).__name__}: {exc}",
+                model=self.model,
+            ) from exc
+        finally:
+            await response.aclose()
+        if not reader.seen_choice:
+            raise self._empty()
+        yield reader.last()
 
     async def astream(self, prompt: str) -> AsyncIterator[GenerationChunk]:
         """A streamed call: text pieces, then one chunk with usage, model and finish reason.

@@ -119,10 +119,16 @@ class AsyncHandler:
             return structured if structured is not None else await client.agenerate(step.prompt)
 
     async def astream(self, step: Generate) -> AsyncIterator[GenerationChunk]:
-        """A streamed model call; a structured verdict is one call, delivered as one piece."""
+        """A streamed model call. A structured verdict streams its object's JSON text when the
+        client can (``astream_structured``), else it is one call, delivered as one piece."""
         await self._announce(step)
         client = self.clients[step.stage]
         with classified(step.stage, client.name):
+            streamed = getattr(client, "astream_structured", None)
+            if step.structured is not None and streamed is not None:
+                async for chunk in streamed(step.structured):
+                    yield chunk
+                return
             structured = await self._structured(step)
             if structured is not None:
                 yield GenerationChunk.of(structured)

@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from selfroute._errors import ModelOutputError
@@ -50,6 +51,7 @@ __all__ = [
     "PermissionDeniedError",
     "ProviderHTTPError",
     "RateLimitError",
+    "StructuredStream",
     "UnprocessableEntityError",
     "backoff_s",
     "error_message",
@@ -448,6 +450,22 @@ class OpenAIChat:
             raise self._empty()
         yield GenerationChunk(text="", usage=usage, model=model, finish_reason=finish or INCOMPLETE)
 
+    def stream_structured(self, request: StructuredRequest) -> Iterator[GenerationChunk]:
+        """A streamed call with a ``json_schema`` response format: the object's JSON text piece
+        by piece (``structured_delta``), then one piece with the object as
+        :meth:`generate_structured` returns it. Closing the iterator closes the connection."""
+        response = self._open(self._body(request.prompt, stream=True, schema=request.schema))
+        reader = StructuredStream(self.model)
+        try:
+            for data in self._events(response):
+                if delta := reader.feed(data):
+                    yield GenerationChunk(structured_delta=delta)
+        finally:
+            response.close()
+        if not reader.seen_choice:
+            raise self._empty()
+        yield reader.last()
+
     def _lines(self, response: Any) -> Iterator[bytes]:
         """The lines of a streamed body as they arrive.
 
@@ -516,6 +534,59 @@ def stream_event(line: str, *, url: str, model: str) -> Any:
         mark_processed(error)
         raise error
     return data if isinstance(data, dict) else None
+
+
+class StructuredStream:
+    """Reads the server-sent events of a streamed structured reply (shared by the sync and async
+    clients): the object's JSON text as it arrives -- ``content`` deltas of a ``json_schema``
+    reply, or a tool call's ``arguments`` deltas -- then the whole reply as
+    :func:`structured_generation` reads a non-streamed one.
+
+    Args:
+        model: The model asked for (when the events name none).
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.seen_choice = False
+        self._usage: Any = None
+        self._finish: Any = None
+        self._content: list[str] = []
+        self._arguments: list[str] = []
+        self._refusal: list[str] = []
+
+    def feed(self, data: Mapping[str, Any]) -> str:
+        """Read one event's payload; return the piece of the object's JSON text it carries."""
+        self.model = str(data.get("model") or self.model)
+        if data.get("usage"):
+            self._usage = data["usage"]
+        out: list[str] = []
+        for choice in data.get("choices") or ():
+            self.seen_choice = True
+            self._finish = choice.get("finish_reason") or self._finish
+            delta = choice.get("delta") or {}
+            if delta.get("refusal"):
+                self._refusal.append(str(delta["refusal"]))
+            if text := delta.get("content"):
+                self._content.append(str(text))
+                out.append(str(text))
+            for call in delta.get("tool_calls") or ():
+                if (call.get("index") or 0) != 0:  # only the first call is the verdict
+                    continue
+                if piece := (call.get("function") or {}).get("arguments"):
+                    self._arguments.append(str(piece))
+                    out.append(str(piece))
+        return "".join(out)
+
+    def last(self) -> GenerationChunk:
+        """The closing piece: the object (or why there is none), usage, model, finish reason
+        (``incomplete`` when the stream ended without one). A cut-off object does not parse
+        (the JSON is read strictly, not repaired), so it is no verdict."""
+        content = "".join(self._arguments) if self._arguments else "".join(self._content)
+        message = {"content": content, "refusal": "".join(self._refusal) or None}
+        choice = {"message": message, "finish_reason": self._finish}
+        gen = structured_generation({"usage": self._usage, "model": self.model}, choice, self.model)
+        return replace(GenerationChunk.of(gen), finish_reason=gen.finish_reason or INCOMPLETE)
 
 
 def reply_generation(data: Mapping[str, Any], choice: Mapping[str, Any], model: str) -> Generation:

@@ -154,9 +154,14 @@ class CliHandler:
             return structured if structured is not None else client.generate(step.prompt)
 
     def stream(self, step: Generate) -> Iterator[GenerationChunk]:
-        """A streamed model call; a structured verdict is one call, delivered as one piece."""
+        """A streamed model call. A structured verdict streams its object's JSON text when the
+        client can (``stream_structured``), else it is one call, delivered as one piece."""
         client = self.clients[step.stage]
         with classified(step.stage, client.name):
+            streamed = getattr(client, "stream_structured", None)
+            if step.structured is not None and streamed is not None:
+                yield from streamed(step.structured)
+                return
             structured = self._structured(step)
             if structured is not None:
                 yield GenerationChunk.of(structured)

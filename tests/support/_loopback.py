@@ -367,6 +367,9 @@ class LoopbackServer:
         self.paused = threading.Event()
         self.resume = threading.Event()
         self.past_pause = threading.Event()  # set once a paused stream has gone on
+        #: ``(time.perf_counter(), event bytes)`` of each stream event sent, once a caller sets
+        #: it to a list (benchmarks: when the server sent the first answer character).
+        self.sent: list[tuple[float, bytes]] | None = None
         self._connections: set[socket.socket] = set()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -609,6 +612,8 @@ class LoopbackServer:
                     self.paused.clear()
                     self.past_pause.set()
                 handler.write_chunk(event)
+                if self.sent is not None:
+                    self.sent.append((time.perf_counter(), event))
             handler.end_chunked()
         except (BrokenPipeError, ConnectionResetError, OSError):
             handler.close_connection = True  # client went away (timeout / cancel)

@@ -370,3 +370,54 @@ def test_https_trusts_certifi_unless_the_environment_names_certificates(
     monkeypatch.setenv("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt")
     OpenAIChat("m", api_key="k", base_url="https://api.openai.com/v1")._tls()
     assert seen == [certifi.where(), None]
+
+
+def test_a_streamed_structured_reply_gives_its_json_text_then_the_object(
+    openai_server: ScriptedOpenAIServer,
+) -> None:
+    text = json.dumps({"answerable": True, "answer": "caf\u00e9 \U0001d11e"})  # \\u escapes
+    scripted(openai_server, Reply(text, piece_chars=3))
+    request = StructuredRequest("q", verdict_schema())
+    chunks = list(client(openai_server).stream_structured(request))
+    assert "".join(c.structured_delta for c in chunks) == text
+    assert len([c for c in chunks if c.structured_delta]) == -(-len(text) // 3)
+    last = chunks[-1]
+    assert last.structured == {"answerable": True, "answer": "café 𝄞"}
+    assert last.finish_reason == "stop" and last.usage is not None
+    body = openai_server.requests[0]
+    assert body["stream"] is True and body["response_format"]["type"] == "json_schema"
+
+
+def test_a_cut_off_streamed_object_is_no_verdict(openai_server: ScriptedOpenAIServer) -> None:
+    scripted(openai_server, Reply('{"answerable": true, "answer": "Thirty', kind="cut"))
+    chunks = list(client(openai_server).stream_structured(StructuredRequest("q", verdict_schema())))
+    assert chunks[-1].structured is None and chunks[-1].structured_error
+    assert chunks[-1].finish_reason == "incomplete"
+
+
+def test_tool_call_argument_deltas_are_the_object_text() -> None:
+    reader = _openai.StructuredStream("m")
+    call = {"index": 0, "id": "c", "type": "function", "function": {"name": "v", "arguments": ""}}
+    events = [
+        {"choices": [{"delta": {"role": "assistant", "tool_calls": [call]}}]},
+        {
+            "choices": [
+                {"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"answ'}}]}}
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "function": {"arguments": 'erable": true, "answer": "4"}'}}
+                        ]
+                    }
+                }
+            ]
+        },
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}], "model": "m-1"},
+    ]
+    assert [reader.feed(e) for e in events] == ["", '{"answ', 'erable": true, "answer": "4"}', ""]
+    last = reader.last()
+    assert last.structured == {"answerable": True, "answer": "4"} and last.model == "m-1"
