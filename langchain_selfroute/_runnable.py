@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable, RunnableConfig
-from pydantic import ConfigDict, InstanceOf, PrivateAttr, SkipValidation, ValidationError
+from pydantic import ConfigDict, InstanceOf, PrivateAttr, ValidationError
 
 from langchain_selfroute._base import RouteRunnable
 from langchain_selfroute._batch import BatchJobMixin
@@ -39,23 +39,18 @@ from langchain_selfroute._input import (
     SelfRouteInputDict,
     parse_input,
 )
+from langchain_selfroute._settings import settings_model
 from selfroute import (
-    DEFAULT_CHUNK_WORDS,
     ConfigurationError,
-    DeclineDetector,
     InvalidInputError,
     LexicalIndex,
-    LongContextBudget,
-    PreRoute,
-    PriceTable,
     Prompts,
     RouteConfig,
     RouteResult,
     Stage,
-    VerdictMode,
 )
 from selfroute._redact import register_model_secrets
-from selfroute._settings import adapter_settings
+from selfroute._settings import adapter_settings, document_settings
 from selfroute.flow import Step, self_route_flow
 
 __all__ = [
@@ -69,7 +64,6 @@ __all__ = [
 ]
 
 LongContextSource = Literal["auto", "fixed", "input", "parents"]
-VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 
 #: The settings handed to :class:`selfroute.RouteConfig` as they are (same names); ``k``,
 #: ``prompts``/``sentinel``, ``long_context_window`` and ``long_context_model`` are resolved first.
@@ -77,7 +71,39 @@ VerdictSetting = Literal["sentinel", "structured", "auto"] | VerdictMode
 ROUTE_CONFIG_SETTINGS = adapter_settings(RouteConfig)
 
 
-class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
+class _SelfRouteFields(RouteRunnable):
+    """``SelfRoute``'s own fields; the route settings are added from their declarations."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    #: The config class whose adapter settings are fields (set by ``settings_model``).
+    _config_class: ClassVar[type[RouteConfig]] = RouteConfig
+
+    retriever: Runnable[Any, Any] | None = None
+    llm: Runnable[Any, Any]
+    long_context_llm: Runnable[Any, Any] | None = None
+    k: int = 5
+    document: Any = None
+    long_context: LongContextSource = "auto"
+    parent_loader: Callable[..., Any] | None = None
+    aparent_loader: Callable[..., Awaitable[Any]] | None = None
+    id_key: str = "doc_id"
+    prompts: InstanceOf[Prompts] | None = None
+    sentinel: str | None = None
+    long_context_window: int | Literal["auto"] | None = "auto"
+    long_context_model: str | None = None
+    question_key: str | None = None
+
+
+# The adapter settings (strict, ..., tracing) as pydantic fields, derived from RouteConfig's
+# declarations (langchain_selfroute._settings); a type checker sees SelfRoute's own fields.
+if TYPE_CHECKING:
+    _RouteSettings = _SelfRouteFields
+else:
+    _RouteSettings = settings_model(_SelfRouteFields, RouteConfig, name="RouteSettings")
+
+
+class SelfRoute(BatchJobMixin, StoreConstructors, _RouteSettings):
     """Self-Route (Li et al., EMNLP 2024) as a LangChain ``Runnable``.
 
     Retrieves the top-``k`` chunks and asks ``llm`` to answer from them or write the sentinel
@@ -180,45 +206,6 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
         >>> out.answer, out.route, out.token_ratio  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
-
-    retriever: Runnable[Any, Any] | None = None
-    llm: Runnable[Any, Any]
-    long_context_llm: Runnable[Any, Any] | None = None
-    k: int = 5
-    document: Any = None
-    long_context: LongContextSource = "auto"
-    parent_loader: Callable[..., Any] | None = None
-    aparent_loader: Callable[..., Awaitable[Any]] | None = None
-    id_key: str = "doc_id"
-    prompts: InstanceOf[Prompts] | None = None
-    sentinel: str | None = None
-    strict: bool = False
-    long_context_window: int | Literal["auto"] | None = "auto"
-    answer_tokens: int = 1024
-    overflow: str = "fill"
-    chunk_words: int = DEFAULT_CHUNK_WORDS
-    on_rag_error: str = "long_context"
-    on_retrieval_error: str = "long_context"
-    counterfactual: bool = True
-    prices: InstanceOf[PriceTable] | None = None
-    long_context_model: str | None = None
-    budget: InstanceOf[LongContextBudget] | None = None
-    token_counter: Any = None
-    max_question_tokens: int | None = None
-    retrieval_timeout_s: float | None = None
-    deadline_s: float | None = None
-    # Validated by the core (RouteConfig), so a bad value gets the core's message.
-    verdict: SkipValidation[VerdictSetting] = "sentinel"
-    k_ladder: SkipValidation[tuple[int, ...]] = ()
-    pre_route: SkipValidation[PreRoute | None] = None
-    grounded: SkipValidation[bool] = False
-    speculate_below: SkipValidation[float | None] = None
-    stream_hold_chars: SkipValidation[int] = 0
-    decline_detector: SkipValidation[DeclineDetector | None] = None
-    tracing: SkipValidation[Any] = False
-    question_key: str | None = None
-
     _pass_k: bool = PrivateAttr(default=True)
     _route_config: RouteConfig = PrivateAttr()
     _documents: tuple[Document, ...] | None = PrivateAttr(default=None)
@@ -235,26 +222,29 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
         own_k = retriever_k(self.retriever)
         # The retriever's own search_kwargs["k"] holds unless k= is given (or a k-ladder needs
         # to ask for more).
-        self._pass_k = own_k is None or "k" in self.model_fields_set or bool(self.k_ladder)
-        self._route_config = self._build_config(self.k if self._pass_k else own_k)
+        config = self._build_config()
+        self._pass_k = own_k is None or "k" in self.model_fields_set or bool(config.k_ladder)
+        if own_k is not None and not self._pass_k:
+            config = dataclasses.replace(config, k=own_k)
+        self._route_config = config
         if self.document is not None:
             self._documents = tuple(as_documents(self.document, "document"))
         self._check_sources()
 
     # configuration ----------------------------------------------------------------------------
-    def _build_config(self, k: int | None = None) -> RouteConfig:
+    def _build_config(self) -> RouteConfig:
         prompts = self.prompts or Prompts()
         if self.sentinel is not None:
             prompts = dataclasses.replace(prompts, sentinel=self.sentinel)
         window = self.long_context_window
         if window == "auto":
             window = model_window(self._lc_llm)
-        return RouteConfig(
-            k=self.k if k is None else k,
+        return self._config_class(
+            k=self.k,
             prompts=prompts,
             long_context_window=window,
             long_context_model=self.long_context_model or model_name(self._lc_llm),
-            **{name: getattr(self, name) for name in ROUTE_CONFIG_SETTINGS},
+            **{name: getattr(self, name) for name in adapter_settings(self._config_class)},
         )
 
     def _check_sources(self) -> None:
@@ -301,7 +291,9 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
                 docs = documents
 
                 def index() -> LexicalIndex:
-                    return build_index(docs, chunk_words=self.chunk_words, id_key=self.id_key)
+                    return build_index(
+                        docs, chunk_words=self.config.chunk_words, id_key=self.id_key
+                    )
 
         elif mode in ("auto", "fixed") and self._documents is not None:
             documents = self._documents
@@ -325,7 +317,7 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
             if self._index is None:
                 assert self._documents is not None
                 self._index = build_index(
-                    self._documents, chunk_words=self.chunk_words, id_key=self.id_key
+                    self._documents, chunk_words=self.config.chunk_words, id_key=self.id_key
                 )
             return self._index
 
@@ -370,3 +362,7 @@ class SelfRoute(BatchJobMixin, StoreConstructors, RouteRunnable):
         question, per_call, passthrough = parse_input(value, self.question_key)
         handler = self._handler(per_call, config, run_manager)
         return self_route_flow(question, self._call_config(config)), handler, passthrough
+
+
+# A setting declared since the docstring was written gets its declared help line.
+SelfRoute.__doc__ = document_settings(SelfRoute.__doc__, RouteConfig)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -56,6 +56,7 @@ from llamaindex_selfroute._response import (
 from llamaindex_selfroute._structured import structured_support
 from selfroute import ConfigurationError, Prompts, RouteConfig, VerdictMode
 from selfroute._redact import register_model_secrets
+from selfroute._settings import document_settings
 from selfroute.flow import (
     adrive,
     arun_flow,
@@ -79,25 +80,24 @@ __all__ = [
 #: :mod:`llamaindex_selfroute._response` through it).
 dispatcher = get_dispatcher(__name__)
 
-_CONFIG_FIELDS = {f.name for f in dataclasses.fields(RouteConfig)}
-
 
 def _build_config(
+    config_class: type[RouteConfig],
     config: RouteConfig | None,
     prompts: Prompts | None,
     long_context_llm: LLM,
     long_context_window: int | Literal["auto"] | None,
     settings: dict[str, Any],
 ) -> RouteConfig:
-    unknown = sorted(set(settings) - _CONFIG_FIELDS)
+    # the keyword settings are the declared fields of the config (RouteConfig's, or a subclass's)
+    fields = {f.name for f in dataclasses.fields(config_class if config is None else config)}
+    unknown = sorted(set(settings) - fields)
     if unknown:
         raise ConfigurationError(
             f"unknown SelfRouteQueryEngine argument(s) {unknown}; RouteConfig settings are "
-            f"{sorted(_CONFIG_FIELDS)}"
+            f"{sorted(fields)}"
         )
-    if config is not None and not isinstance(config, RouteConfig):
-        raise ConfigurationError(f"config must be a selfroute.RouteConfig, got {config!r}")
-    cfg = config or RouteConfig()
+    cfg = config or config_class()
     changes = dict(settings)
     if prompts is not None:
         changes["prompts"] = prompts
@@ -168,6 +168,16 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
             with an ``llm`` that cannot call tools).
     """
 
+    #: The config class whose fields ``**settings`` are (``RouteConfig``, or a subclass declared
+    #: the same way); a subclass without a docstring of its own that sets it gets this one,
+    #: with the help line of each setting this text does not name.
+    _config_class: ClassVar[type[RouteConfig]] = RouteConfig
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ is None and cls._config_class is not RouteConfig:
+            cls.__doc__ = document_settings(SelfRouteQueryEngine.__doc__, cls._config_class)
+
     def __init__(
         self,
         retriever: BaseRetriever,
@@ -203,8 +213,15 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
                     f"{name} must be a LlamaIndex LLM, got {type(value).__name__}"
                 )
             register_model_secrets(value)  # a key of any shape passed in code is masked too
+        if config is not None and not isinstance(config, RouteConfig):
+            raise ConfigurationError(f"config must be a selfroute.RouteConfig, got {config!r}")
         self._config = _build_config(
-            config, prompts, self._long_context_llm, long_context_window, settings
+            self._config_class,
+            config,
+            prompts,
+            self._long_context_llm,
+            long_context_window,
+            settings,
         )
         if self._config.verdict is VerdictMode.STRUCTURED:
             why = structured_support(self._llm)
@@ -377,3 +394,7 @@ class SelfRouteQueryEngine(BatchJobMixin, EngineConstructors, BaseQueryEngine):
                 response = response_of(await arun_flow(flow, handler))
             query_event.on_end(payload={EventPayload.RESPONSE: response})
         return response
+
+
+# A setting declared since the docstring was written gets its declared help line.
+SelfRouteQueryEngine.__doc__ = document_settings(SelfRouteQueryEngine.__doc__, RouteConfig)

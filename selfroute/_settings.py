@@ -19,34 +19,45 @@ environment variable is ``SELFROUTE_<NAME>``) that set it. Everything else is de
   flags and defaults, since it compares methods rather than answers questions) and the
   :class:`~selfroute.RouteConfig` keyword arguments of its parsed arguments.
 
+Derived in the adapters too: :func:`adapter_kwargs` gives each adapter setting's keyword
+argument (:class:`AdapterKwarg`: type, default, whether the adapter checks it before
+``RouteConfig`` does, help); ``langchain_selfroute`` builds ``SelfRoute``'s pydantic fields from
+them, ``llamaindex_selfroute`` checks ``SelfRouteQueryEngine``'s ``**settings`` against the same
+fields, and :func:`document_settings` adds an ``Args:`` entry to either class's docstring for a
+setting the hand-written text does not name yet.
+
 Adding a route setting is one change: declare the field in ``selfroute/_flow/_config.py`` with
 ``setting(default, help=..., cli=CliOption(...), eval=EvalOption(...))`` (``cli=()`` keeps it off
-the command line, as for objects such as ``token_counter``; ``eval=()`` off ``selfroute eval``)
-and validate it in ``RouteConfig.__post_init__``. Declared by hand, and checked: the LangChain
-adapter's pydantic field (pydantic needs it in the class body) and the adapters' docstrings
-(``SelfRoute``'s ``Args:``, ``SelfRouteQueryEngine``'s ``**settings``);
-``tests/unit/selfroute/test_settings.py`` fails until they name it.
+the command line, as for objects such as ``token_counter``; ``eval=()`` off ``selfroute eval``;
+``kwarg_type=`` when the adapters take another type than the field's, ``checked=False`` when
+only ``RouteConfig`` checks the value) and validate it in ``RouteConfig.__post_init__``.
+``tests/unit/selfroute/test_settings.py`` adds a throwaway field and follows it everywhere.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, cast, get_type_hints
 
 from selfroute._errors import ConfigurationError
 
 __all__ = [
     "ENV_PREFIX",
     "META_KEY",
+    "AdapterKwarg",
     "CliOption",
     "EvalOption",
     "SettingMeta",
+    "adapter_kwargs",
     "adapter_settings",
     "answer_settings",
     "cli_options",
     "config_options",
+    "document_settings",
     "eval_config_options",
     "eval_ladder",
     "eval_number",
@@ -183,6 +194,11 @@ class SettingMeta:
         eval: The ``selfroute eval`` options that set it (empty: not an eval option).
         answers: It can change an answer (``False`` for what only changes a call's cost or how
             long it may take: a batch job's rerun may change those).
+        kwarg_type: The type of the adapters' keyword argument when it is not the field's own
+            (``str`` for an enum whose text ``RouteConfig`` converts; ``None``: the field's).
+        checked: The adapters check (and coerce) the keyword argument against its type before
+            ``RouteConfig`` sees it; ``False``: passed on as given, so a bad value gets
+            ``RouteConfig``'s message.
     """
 
     help: str
@@ -191,6 +207,27 @@ class SettingMeta:
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None
     eval: tuple[EvalOption, ...] = ()
     answers: bool = True
+    kwarg_type: Any = None
+    checked: bool = True
+
+
+@dataclass(frozen=True)
+class AdapterKwarg:
+    """One adapter keyword argument of a route setting (see :func:`adapter_kwargs`).
+
+    Attributes:
+        name: The keyword (the field's name).
+        type: Its type (:attr:`SettingMeta.kwarg_type`, else the field's annotation).
+        default: Its default: the field's, an enum's as its value (``"fill"``).
+        checked: :attr:`SettingMeta.checked`.
+        help: :attr:`SettingMeta.help`.
+    """
+
+    name: str
+    type: Any
+    default: Any
+    checked: bool
+    help: str
 
 
 def setting(
@@ -203,6 +240,8 @@ def setting(
     from_cli: Callable[[Mapping[str, Any]], Any] | None = None,
     eval: EvalOption | tuple[EvalOption, ...] = (),
     answers: bool = True,
+    kwarg_type: Any = None,
+    checked: bool = True,
 ) -> Any:
     """A :class:`~selfroute.RouteConfig` field with its :class:`SettingMeta`."""
     options = (cli,) if isinstance(cli, CliOption) else tuple(cli)
@@ -210,7 +249,14 @@ def setting(
     if from_cli is None and (len(options) > 1 or len(evals) > 1):
         raise TypeError("a setting with several command-line options needs from_cli")
     meta = SettingMeta(
-        help=help, adapter=adapter, cli=options, from_cli=from_cli, eval=evals, answers=answers
+        help=help,
+        adapter=adapter,
+        cli=options,
+        from_cli=from_cli,
+        eval=evals,
+        answers=answers,
+        kwarg_type=kwarg_type,
+        checked=checked,
     )
     if default_factory is not _MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={META_KEY: meta})
@@ -236,6 +282,61 @@ def _fields(config_class: type) -> list[tuple[dataclasses.Field[Any], SettingMet
 def adapter_settings(config_class: type) -> tuple[str, ...]:
     """The fields the adapters pass to ``config_class`` (``RouteConfig``) unchanged."""
     return tuple(f.name for f, meta in _fields(config_class) if meta.adapter)
+
+
+def adapter_kwargs(config_class: type) -> tuple[AdapterKwarg, ...]:
+    """The adapters' keyword arguments of ``config_class``'s adapter settings, in field order."""
+    hints = get_type_hints(config_class)
+    out = []
+    for f, meta in _fields(config_class):
+        if not meta.adapter:
+            continue
+        if f.default is not _MISSING:
+            default = f.default
+        elif f.default_factory is not _MISSING:
+            default = cast(Callable[[], Any], f.default_factory)()
+        else:
+            raise TypeError(
+                f"{config_class.__name__}.{f.name} needs a default to be an adapter setting"
+            )
+        if isinstance(default, Enum):
+            default = default.value
+        kind = meta.kwarg_type if meta.kwarg_type is not None else hints[f.name]
+        out.append(AdapterKwarg(f.name, kind, default, meta.checked, meta.help))
+    return tuple(out)
+
+
+def document_settings(doc: str | None, config_class: type) -> str:
+    """``doc`` with an ``Args:`` entry (``name: help.``) for each adapter setting of
+    ``config_class`` that it names neither as an entry nor as a ````name```` literal.
+
+    The hand-written text of a setting (an adapter's own notes) stays as it is; a setting
+    declared since gets its declared help line, so an adapter's docstring names every setting.
+    """
+    text = doc or ""
+    missing = [
+        kw
+        for kw in adapter_kwargs(config_class)
+        if not re.search(rf"(^\s+{kw.name}:|``{kw.name}``)", text, re.M)
+    ]
+    if not missing:
+        return text
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip() == "Args:"), None)
+    if start is None:
+        indent = "    "
+        lines[len(lines) :] = ["", indent + "Args:"]
+        start = len(lines) - 1
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > len(indent)
+    ):
+        end += 1
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    entries = [f"{indent}    {kw.name}: {kw.help[:1].upper()}{kw.help[1:]}." for kw in missing]
+    return "\n".join([*lines[:end], *entries, *lines[end:]])
 
 
 def answer_settings(config_class: type) -> tuple[str, ...]:

@@ -24,7 +24,8 @@ _SERVER_FIXTURES = frozenset({"chroma_server"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its tier: ``integration`` by folder, ``server`` by fixture.
+    """Mark each test with its tier: ``integration`` by folder, ``server`` by fixture; run the
+    ``install`` tests first.
 
     ``slow`` and ``install`` are marked where the tests are written (``pytestmark``); the quick
     loop is ``python -m pytest -m "not integration and not slow"``.
@@ -40,3 +41,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(marker)
         if _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker("server")
+    # Longest first: the fresh-environment installs take minutes; started first, they overlap
+    # the rest of a parallel run instead of trailing it (stable: otherwise collection order).
+    items.sort(key=lambda item: item.get_closest_marker("install") is None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from selfroute._budget import LongContextBudget
 from selfroute._chunking import DEFAULT_CHUNK_WORDS
@@ -191,7 +191,7 @@ class RouteConfig:
         EvalOption("window", "--window", _RUN, eval_positive_int, help="long-context window in tokens (documents are fitted into it)"),
     ))
     answer_tokens: int = setting(1024, help="tokens reserved in the window for the answer")
-    overflow: OverflowStrategy | str = setting(OverflowStrategy.FILL, help="what to do when the document does not fit", cli=(
+    overflow: OverflowStrategy | str = setting(OverflowStrategy.FILL, help="what to do when the document does not fit", kwarg_type=str, cli=(
         CliOption("overflow", "--overflow", _text, "fill", "when the document does not fit: fill (most relevant chunks), truncate_middle, error", _QUERY, choices=("fill", "truncate_middle", "error")),
     ), eval=(
         EvalOption("overflow", "--overflow", _RUN, default="fill", choices=("fill", "truncate_middle", "error")),
@@ -199,8 +199,8 @@ class RouteConfig:
     chunk_words: int = setting(DEFAULT_CHUNK_WORDS, help="chunk size used when fitting with fill", eval=(
         EvalOption("chunk_words", "--chunk-words", _RUN, eval_positive_int, DEFAULT_CHUNK_WORDS),
     ))
-    on_rag_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
-    on_retrieval_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise")
+    on_rag_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise", kwarg_type=str)
+    on_retrieval_error: OnError | str = setting(OnError.LONG_CONTEXT, help="long_context (escalate) or raise", kwarg_type=str)
     counterfactual: bool = setting(True, answers=False, help="price always-LC on RAG-routed calls")
     prices: PriceTable | None = setting(None, answers=False, help="price table for money", from_cli=_prices_from_cli, cli=(
         CliOption("prices", "--prices", _text, None, "MODEL=IN/OUT per million tokens (comma separated) or a JSON file, for money in the report", _QUERY, metavar="SPEC", default_doc="no money shown"),
@@ -210,7 +210,7 @@ class RouteConfig:
         CliOption("max_lc_calls", "--max-lc-calls", _non_negative_int, None, "at most this many long-context calls in this run (one ask, all questions of ask --batch, one chat session); a question past it keeps its RAG answer or abstains (over_budget)", _QUERY, metavar="N", default_doc="no limit"),
         CliOption("max_lc_tokens", "--max-lc-tokens", _non_negative_int, None, "at most this many long-context input tokens in this run; a long-context call that would pass it is not made (over_budget)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     ))
-    token_counter: TokenCounter | None = setting(None, help="counter for pre-call token counts")
+    token_counter: TokenCounter | None = setting(None, help="counter for pre-call token counts", kwarg_type=Any)
     max_question_tokens: int | None = setting(None, help="reject questions longer than this many tokens", cli=(
         CliOption("max_question_tokens", "--max-question-tokens", _positive_int, None, "refuse a question longer than this many tokens before any call (never truncated)", _QUERY, metavar="TOKENS", default_doc="no limit"),
     ))
@@ -220,40 +220,40 @@ class RouteConfig:
     deadline_s: float | None = setting(None, answers=False, help="the whole call's time limit in seconds", cli=(
         CliOption("deadline", "--deadline", _positive_float, None, "seconds for the whole question, across every step (retrieval, both model calls, streaming); past it the question fails", _QUERY, metavar="S", default_doc="none"),
     ))
-    verdict: VerdictMode | str = setting(VerdictMode.SENTINEL, help="how the RAG step declines", cli=(
+    verdict: VerdictMode | str = setting(VerdictMode.SENTINEL, help="how the RAG step declines", kwarg_type=Literal["sentinel", "structured", "auto"] | VerdictMode, checked=False, cli=(
         CliOption("verdict", "--verdict", _text, "sentinel", "how the RAG step declines: the sentinel word, a structured {answerable, answer} object, or structured when the model supports it", _QUERY, choices=("sentinel", "structured", "auto")),
     ), eval=(
         EvalOption("verdict", "--verdict", _POLICY, default="sentinel", choices=("sentinel", "structured", "auto"), help="how the RAG step declines: the sentinel word, a structured {answerable, answer} object (error if the reader cannot), or structured when supported"),
     ))
-    k_ladder: tuple[int, ...] = setting((), help="larger retrievals to try before long context", from_cli=lambda values: tuple(values["k_ladder"] or ()), cli=(
+    k_ladder: tuple[int, ...] = setting((), help="larger retrievals to try before long context", checked=False, from_cli=lambda values: tuple(values["k_ladder"] or ()), cli=(
         CliOption("k_ladder", "--k-ladder", _ladder, (), "larger retrievals to try, in order, while the RAG step declines, before the long context (e.g. 20: k chunks, then 20)", _QUERY, metavar="K[,K...]", default_doc="none"),
     ), eval=(
         EvalOption("k_ladder", "--k-ladder", _POLICY, eval_ladder, metavar="K[,K...]", help="larger retrievals to try before long context while the RAG step declines (e.g. 20: k chunks, then 20, then the whole document)"),
     ))
-    pre_route: PreRoute | None = setting(None, help="skip the RAG step for predictably futile questions", from_cli=_pre_route_from_cli, cli=(
+    pre_route: PreRoute | None = setting(None, help="skip the RAG step for predictably futile questions", checked=False, from_cli=_pre_route_from_cli, cli=(
         CliOption("pre_route", "--pre-route", _bool, False, "send global questions ('summarise the whole ...', 'overall') straight to the long context", _QUERY, toml_key="pre_route.global_questions", boolean=True),
         CliOption("min_top_score", "--min-top-score", _finite, None, "send questions whose best retrieved chunk scores under this straight to the long context (on the retriever's score scale; `selfroute calibrate` picks it)", _QUERY, metavar="X", default_doc="off", toml_key="pre_route.min_top_score"),
     ), eval=(
         EvalOption("pre_route", "--pre-route", _POLICY, switch=True, help="send global questions ('summarise the whole ...') straight to long context"),
         EvalOption("min_top_score", "--min-top-score", _POLICY, eval_number, metavar="X", help="send questions whose best retrieved chunk scores under X straight to long context (calibrate X with `selfroute calibrate`)"),
     ))
-    grounded: bool = setting(False, help="quote and check the supporting sentences", from_cli=lambda values: bool(values["grounded"]), cli=(
+    grounded: bool = setting(False, help="quote and check the supporting sentences", checked=False, from_cli=lambda values: bool(values["grounded"]), cli=(
         CliOption("grounded", "--grounded", _bool, False, "answers quote their supporting sentences, checked against the text: an unverified RAG answer escalates, an unverified long-context answer is withheld", _QUERY, boolean=True),
     ), eval=(
         EvalOption("grounded", "--grounded", _POLICY, switch=True, help="grounded mode for self-route too (self-route-grounded always is): answers quote their support, and unverified answers escalate or abstain"),
     ))
-    speculate_below: float | None = setting(None, answers=False, help="start the long-context call alongside the RAG step under this top score", cli=(
+    speculate_below: float | None = setting(None, answers=False, help="start the long-context call alongside the RAG step under this top score", checked=False, cli=(
         CliOption("speculate_below", "--speculate-below", _finite, None, "start the long-context call alongside the RAG call when the best retrieved chunk scores under this (saves the RAG latency on questions that escalate; a cancelled call's tokens are reported as wasted)", _QUERY, metavar="X", default_doc="off"),
     ), eval=(
         EvalOption("speculate_below", "--speculate-below", _POLICY, eval_number, metavar="X", help="start the long-context call alongside the RAG call when the best retrieved chunk scores under X; cancelled (its tokens still counted) when the RAG step answers"),
     ))
-    stream_hold_chars: int = setting(0, answers=False, help="streaming: hold the RAG answer this many characters")
-    decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", from_cli=_detector_from_cli, cli=(
+    stream_hold_chars: int = setting(0, answers=False, help="streaming: hold the RAG answer this many characters", checked=False)
+    decline_detector: DeclineDetector | None = setting(None, help="your own decline detection beside the rules", checked=False, from_cli=_detector_from_cli, cli=(
         CliOption("decline_pattern", "--decline-pattern", _regex, None, "a regular expression (case-insensitive) that also marks an answer as a decline, for a model that declines in words the rules miss (e.g. '^keine angaben')", _VERDICT, metavar="REGEX", default_doc="none"),
     ), eval=(
         EvalOption("decline_pattern", "--decline-pattern", _POLICY, eval_regex, metavar="REGEX", help="a regular expression (case-insensitive) that also marks an answer as a decline, for a reader that declines in words the rules miss; used for every method's answers"),
     ))
-    tracing: Any = setting(False, answers=False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False", from_cli=lambda values: bool(values["trace"]), cli=(
+    tracing: Any = setting(False, answers=False, help="OpenTelemetry spans: True (global tracer provider), a TracerProvider, or False", checked=False, from_cli=lambda values: bool(values["trace"]), cli=(
         CliOption("trace", "--trace", _bool, False, "OpenTelemetry spans of each question (OpenInference conventions) to the global tracer provider: run under opentelemetry-instrument with OTEL_EXPORTER_OTLP_* set to send them to Phoenix, Langfuse or a collector (needs the tracing extra)", _QUERY, boolean=True),
     ))
     # fmt: on

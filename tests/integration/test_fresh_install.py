@@ -145,7 +145,8 @@ def venvs(
         tmp.mkdir()
         env = _env(tmp, model_server)
         python = _venv(tmp / "venv")
-        _run([str(python), "-m", "pip", "install", "-q", "--prefer-binary",
+        # --no-compile: the quickstart compiles what it imports; the rest stays as installed
+        _run([str(python), "-m", "pip", "install", "-q", "--prefer-binary", "--no-compile",
               *_install_target(extra, tmp, env)], tmp, env)  # fmt: skip
         return python
 

@@ -107,7 +107,7 @@ class Served:
                     return
             except httpx.HTTPError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.05)
         self.stop()
         raise AssertionError(f"selfroute serve did not start: {self.output()}")
 

@@ -6,19 +6,24 @@ import argparse
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic.json_schema import GenerateJsonSchema
 
 from langchain_selfroute import SelfRoute
 from langchain_selfroute._runnable import ROUTE_CONFIG_SETTINGS
-from selfroute import RouteConfig
+from langchain_selfroute._settings import field_type, settings_model
+from selfroute import ConfigurationError, RouteConfig
 from selfroute._batch._settings import NOT_ANSWERS, job_settings
 from selfroute._settings import (
     CliOption,
     EvalOption,
+    adapter_kwargs,
     adapter_settings,
     cli_options,
     config_options,
+    document_settings,
     eval_options,
     eval_positive_int,
     parse_positive_int,
@@ -26,6 +31,16 @@ from selfroute._settings import (
 )
 from selfroute.cli import _config
 from selfroute.eval import cli as eval_cli
+
+
+class _LenientSchema(GenerateJsonSchema):
+    """JSON schema of a model with live objects (a ``Runnable`` field): those as a marker."""
+
+    def handle_invalid_for_json_schema(self, schema: Any, error_info: str) -> dict[str, Any]:
+        return {"invalid": error_info}
+
+    def callable_schema(self, schema: Any) -> dict[str, Any]:
+        return {"callable": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +137,69 @@ def test_every_adapter_setting_is_documented_by_both_adapters() -> None:
     names = adapter_settings(RouteConfig)
     assert undocumented(names, SelfRoute.__doc__) == []
     assert undocumented(names, SelfRouteQueryEngine.__doc__) == []
-    # a new field is flagged in both until its adapters document it
+    # a setting declared after the text was written gets its declared help line
     new = adapter_settings(_Extended)
     assert undocumented(new, SelfRoute.__doc__) == ["throwaway_knob"]
-    assert undocumented(new, SelfRouteQueryEngine.__doc__) == ["throwaway_knob"]
-    assert set(new) - set(SelfRoute.model_fields) == {"throwaway_knob"}  # the pydantic field
+    for doc in (SelfRoute.__doc__, SelfRouteQueryEngine.__doc__):
+        completed = document_settings(doc, _Extended)
+        assert undocumented(new, completed) == []
+        assert "        throwaway_knob: A test setting." in completed.splitlines()
+        assert completed.replace("        throwaway_knob: A test setting.\n", "") == doc
+    assert document_settings(SelfRoute.__doc__, RouteConfig) == SelfRoute.__doc__
+
+
+def _fake_llm() -> Any:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    return FakeListChatModel(responses=["In 1901."])
+
+
+def test_a_new_field_is_a_langchain_field_passed_to_the_config() -> None:
+    route_class = settings_model(SelfRoute, _Extended)
+    assert issubclass(route_class, SelfRoute) and route_class.__name__ == "SelfRoute"
+    field = route_class.model_fields["throwaway_knob"]
+    assert (field.annotation, field.default) == (int, 7)
+    assert "throwaway_knob" not in SelfRoute.model_fields
+    schema = route_class.model_json_schema(schema_generator=_LenientSchema)["properties"]
+    assert schema["throwaway_knob"] == {"default": 7, "title": "Throwaway Knob", "type": "integer"}
+    assert undocumented(("throwaway_knob",), route_class.__doc__) == []
+    route = route_class(llm=_fake_llm(), document="Mara Holt was born in 1901.", throwaway_knob="3")
+    assert isinstance(route.config, _Extended) and route.config.throwaway_knob == 3  # coerced
+    assert route_class(llm=_fake_llm(), document="text").config.throwaway_knob == 7
+    with pytest.raises(ConfigurationError, match="throwaway_knob"):
+        route_class(llm=_fake_llm(), document="text", throwaway_knob="many")
+    with pytest.raises(ConfigurationError, match="throwaway_knob"):
+        SelfRoute(llm=_fake_llm(), document="text", throwaway_knob=3)
+
+
+def test_a_new_field_is_a_llamaindex_setting_passed_to_the_config() -> None:
+    from llamaindex_selfroute import SelfRouteQueryEngine
+    from tests.unit.llamaindex_selfroute._scripted import ScriptedLLM, ScriptedRetriever
+
+    class _Engine(SelfRouteQueryEngine):
+        _config_class = _Extended
+
+    assert undocumented(("throwaway_knob",), _Engine.__doc__) == []
+    retriever, llm = ScriptedRetriever([]), ScriptedLLM(reply="unanswerable")
+    engine = _Engine(retriever, llm, long_context="Mara Holt was born in 1901.", throwaway_knob=3)
+    assert isinstance(engine.config, _Extended) and engine.config.throwaway_knob == 3
+    assert _Engine(retriever, llm, long_context="text").config.throwaway_knob == 7
+    with_config = _Engine(retriever, llm, config=_Extended(throwaway_knob=2), k=3)
+    assert (with_config.config.throwaway_knob, with_config.config.k) == (2, 3)
+    with pytest.raises(ConfigurationError, match="throwaway_knob"):
+        SelfRouteQueryEngine(retriever, llm, throwaway_knob=3)
+
+
+def test_the_adapters_fields_are_the_declared_keyword_arguments() -> None:
+    kwargs = adapter_kwargs(RouteConfig)
+    assert tuple(kw.name for kw in kwargs) == ROUTE_CONFIG_SETTINGS
+    for kw in kwargs:
+        field = SelfRoute.model_fields[kw.name]
+        assert field.default == kw.default, kw.name
+        assert repr(field.rebuild_annotation()) == repr(field_type(kw)), kw.name
+    by_name = {kw.name: kw for kw in kwargs}
+    assert by_name["overflow"].default == "fill" and by_name["overflow"].type is str
+    assert not by_name["k_ladder"].checked and by_name["answer_tokens"].checked
 
 
 def test_the_derived_lists_match_the_declarations() -> None:
