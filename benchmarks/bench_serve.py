@@ -12,6 +12,9 @@ same setup behind HTTP: a ``selfroute serve`` child process on a loopback port, 
 * Throughput at c=32: questions per second through serve with 32 concurrent clients, against the
   model server's own ceiling (the bare model call at c=32, no retrieval; target at least 0.9),
   and against the same flow in process at c=32 (retrieval included: what HTTP costs).
+* CPU per question: the in-process flow (this process's CPU time) and the serve child (its CPU
+  time from ``/proc``, Linux only) over sequential questions; less sensitive to machine load than
+  the latencies, so a change of the per-question work shows even on a busy machine.
 """
 
 from __future__ import annotations
@@ -110,7 +113,28 @@ def _serve(store: Path, base_url: str, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-async def _measure(store: Path, base_url: str, url: str, n: int, n_tp: int) -> dict[str, Any]:
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used, or ``None`` off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _cpu_per_question(
+    ask: Callable[[str], Awaitable[Any]], n: int, cpu: Callable[[], float | None]
+) -> float | None:
+    """CPU seconds per question (``cpu()`` before and after ``n`` sequential questions)."""
+    before = cpu()
+    await _latencies(ask, n)
+    after = cpu()
+    return None if before is None or after is None else (after - before) / n
+
+
+async def _measure(
+    store: Path, base_url: str, url: str, n: int, n_tp: int, pid: int
+) -> dict[str, Any]:
     import httpx
 
     from selfroute._serve._clients import AsyncOpenAIChat
@@ -134,6 +158,10 @@ async def _measure(store: Path, base_url: str, url: str, n: int, n_tp: int) -> d
         for _ in range(2):  # interleaved rounds: drift hits both alike
             inproc += await _latencies(service.answer, n // 2)
             served += await _latencies(via_serve, n // 2)
+        # CPU per question, which machine load does not inflate much (unlike latencies): the
+        # flow in this process (its only work then), and the whole serve process
+        cpu_inproc = await _cpu_per_question(service.answer, n // 2, time.process_time)
+        cpu_served = await _cpu_per_question(via_serve, n // 2, lambda: _cpu_s(pid))
         ceiling = await _throughput(bare.agenerate, n_tp, 32)
         inproc_tp = await _throughput(service.answer, n_tp, 32)
         through = await _throughput(via_serve, n_tp, 32)
@@ -145,6 +173,8 @@ async def _measure(store: Path, base_url: str, url: str, n: int, n_tp: int) -> d
         "ceiling": ceiling,
         "inproc_tp": inproc_tp,
         "through": through,
+        "cpu_inproc": cpu_inproc,
+        "cpu_served": cpu_served,
     }
 
 
@@ -175,7 +205,7 @@ def run(ctx: BenchContext) -> BenchResult:
                         if time.monotonic() > deadline or proc.poll() is not None:
                             raise RuntimeError("selfroute serve did not start") from None
                     time.sleep(0.2)
-                m = asyncio.run(_measure(store, model.base_url, url, n, n_tp))
+                m = asyncio.run(_measure(store, model.base_url, url, n, n_tp, proc.pid))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=60)
@@ -212,6 +242,15 @@ def run(ctx: BenchContext) -> BenchResult:
             f"{m['through'] / m['inproc_tp']:.2f}",
         )
     )
+    if m["cpu_inproc"] is not None and m["cpu_served"] is not None:
+        result.rows.append(
+            Row(
+                "CPU per question (in process: the flow; serve: the whole server process)",
+                fmt_ms(m["cpu_inproc"]),
+                fmt_ms(m["cpu_served"]),
+                f"{m['cpu_served'] / m['cpu_inproc']:.2f}",
+            )
+        )
     result.notes.append(
         f"{n} sequential questions per path (interleaved), {n_tp} at c=32; model latency "
         f"{LATENCY_S * 1000:.0f} ms; serve is a child process (uvicorn, one worker) asked with "

@@ -391,8 +391,16 @@ def _takes_k(retriever: Any) -> bool:
         return True
     if not isinstance(retriever, BaseRetriever):
         return False
+    method = retriever._get_relevant_documents
+    return _takes_k_param(getattr(method, "__func__", method))
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_k_param(method: Any) -> bool:
+    """Whether ``method`` (a retriever class's ``_get_relevant_documents``) has a ``k``
+    parameter; remembered per function (``inspect.signature`` costs tens of microseconds)."""
     try:
-        params = inspect.signature(retriever._get_relevant_documents).parameters
+        params = inspect.signature(method).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins only
         return False
     return "k" in params

@@ -112,6 +112,9 @@ _REMEMBER_UP_TO = 4_000_000
 _RECENT = 8
 #: How far from its end a body's last safe cut is looked for (then the body is counted whole).
 _TAIL_WINDOW = 65_536
+#: How many shorter bodies (passages) keep their cuts and inner count under their own text (a
+#: passage comes back with every question it is retrieved for: no scan, no digest, a dict hit).
+_BODIES = 1024
 
 
 def _outer_cuts(body: str) -> tuple[int, int] | None:
@@ -126,6 +129,10 @@ def _outer_cuts(body: str) -> tuple[int, int] | None:
         if last is not None:
             return (first.end(), last.end()) if last.end() > first.end() else None
     return None
+
+
+#: A body's ``(first cut, last cut, tokens between them)``, or ``None`` without two safe cuts.
+_Body = tuple[int, int, int] | None
 
 
 class TiktokenCounter:
@@ -148,7 +155,8 @@ class TiktokenCounter:
         self._lock = threading.Lock()
         self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
         self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
-        self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._inners: OrderedDict[int, tuple[str, _Body]] = OrderedDict()
+        self._bodies: OrderedDict[str, _Body] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
@@ -203,18 +211,32 @@ class TiktokenCounter:
         cuts are proven, :data:`_SAFE_CUT`)."""
         return self._cuttable
 
-    def _inner(self, body: str, first: int, last: int) -> int:
-        """The count of ``body[first:last]``, remembered under ``body`` itself and by digest."""
-        hit = self._inners.get(id(body))
-        if hit is not None and hit[0] is body:
-            return hit[1]
-        inner = self._cached(body[first:last])
-        if len(body) >= _SEGMENT_FROM:  # long bodies: remembered by identity (no hashing)
+    def _body(self, body: str) -> _Body:
+        """``(first cut, last cut, tokens between them)`` of ``body`` (``None``: it has no two
+        safe cuts), remembered: long bodies by identity (no hashing), shorter ones (passages,
+        at most :data:`_BODIES`) under their text; the inner count also by digest."""
+        long = len(body) >= _SEGMENT_FROM
+        if long:
+            hit = self._inners.get(id(body))
+            if hit is not None and hit[0] is body:
+                return hit[1]
+        else:
             with self._lock:
-                self._inners[id(body)] = (body, inner)
+                if body in self._bodies:
+                    self._bodies.move_to_end(body)
+                    return self._bodies[body]
+        cuts = _outer_cuts(body)
+        entry = None if cuts is None else (*cuts, self._cached(body[cuts[0] : cuts[1]]))
+        with self._lock:
+            if long:
+                self._inners[id(body)] = (body, entry)
                 while len(self._inners) > _RECENT:
                     self._inners.popitem(last=False)
-        return inner
+            else:
+                self._bodies[body] = entry
+                while len(self._bodies) > _BODIES:
+                    self._bodies.popitem(last=False)
+        return entry
 
     def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
         """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
@@ -225,11 +247,13 @@ class TiktokenCounter:
             return self.count(text)
         total, pos = 0, 0
         for at, body in located:
-            cuts = _outer_cuts(body)
-            if cuts is None or at < pos:
+            if at < pos:
                 continue  # counted with the text around it
-            first, last = cuts
-            total += self.count(text[pos : at + first]) + self._inner(body, first, last)
+            entry = self._body(body)
+            if entry is None:
+                continue
+            first, last, inner = entry
+            total += self.count(text[pos : at + first]) + inner
             pos = at + last
         return total + self.count(text[pos:])
 

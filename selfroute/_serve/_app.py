@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import json
 import time
@@ -417,7 +418,11 @@ class ServeApp:
             extra = {"retry_after": "1"} if error.status == 503 else {}
             await _error(send, error, **extra)
             return
-        await self._stream(send, stream_completion(tenant.service, question, include_usage))
+        failed = functools.partial(self._stream_failed, tenant.name)
+        await self._stream(send, stream_completion(tenant.service, question, include_usage, failed))
+
+    def _stream_failed(self, collection: str, error: ApiError) -> None:
+        self.metrics.stream_error(collection, error.code)
 
     async def _stream(self, send: Send, chunks: AsyncIterator[bytes]) -> None:
         started = False

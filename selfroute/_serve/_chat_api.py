@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from selfroute._errors import (
@@ -194,14 +194,17 @@ def _sse(payload: Any) -> bytes:
 
 
 async def stream_completion(
-    service: RouteService, question: str, include_usage: bool
+    service: RouteService,
+    question: str,
+    include_usage: bool,
+    on_error: Callable[[ApiError], None] | None = None,
 ) -> AsyncIterator[bytes]:
     """The streamed reply, as server-sent events ending with ``data: [DONE]``.
 
     RAG text is held until the result (the flow's verdict) is known; long-context text is sent as
     it comes. The finish chunk (and the usage chunk, when asked for) carries the ``selfroute``
     field. A failure before the first event is raised (the caller sends its status); after it,
-    it is an ``error`` event (the ``openai`` SDK raises it).
+    it is an ``error`` event (the ``openai`` SDK raises it), reported to ``on_error`` (metrics).
     """
     base = _envelope("chat.completion.chunk", f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time()))
 
@@ -237,5 +240,8 @@ async def stream_completion(
     except SelfRouteError as exc:
         if not sent:
             raise  # nothing sent: the caller answers with the error's status
-        yield _sse(error_body(api_error(exc)))
+        error = api_error(exc)
+        if on_error is not None:
+            on_error(error)
+        yield _sse(error_body(error))
     yield b"data: [DONE]\n\n"

@@ -89,6 +89,9 @@ def build_mcp(service: RouteService, *, name: str = "selfroute") -> MCPServer[An
     over ``service``."""
     server = MCPServer(
         name=name,
+        # the SDK's default (INFO) sets up the root logger at INFO: every upstream model call
+        # (httpx) would then write a line to stderr, rendered by rich (milliseconds a question)
+        log_level="WARNING",
         instructions=(
             f"Self-Route over the document collection {service.name!r}: use ask for answers "
             "(cheap retrieval first, the whole documents only when needed), search to read the "

@@ -1,8 +1,8 @@
 """``/metrics`` of ``selfroute serve``: Prometheus text format (``prometheus-client``).
 
 Every series is labelled by collection (a tenant's name, never its key): requests by endpoint and
-status, questions by route and reason, tokens by stage and kind, long-context calls, the
-always-long-context input tokens and the input tokens saved against them, and latency histograms
+status, questions by route and reason, streamed replies that failed mid-way, tokens by stage and
+kind, long-context calls, the always-long-context input tokens and the input tokens saved against them, and latency histograms
 of requests and questions.
 """
 
@@ -87,6 +87,12 @@ class Metrics:
         self.in_flight = Gauge(
             "selfroute_in_flight_requests", "requests being answered", registry=r
         )
+        self.stream_errors = Counter(
+            "selfroute_stream_errors",
+            "streamed replies that failed after their first event (an error event ends them)",
+            ["collection", "code"],
+            registry=r,
+        )
         self.rejected = Counter(
             "selfroute_rejected", "requests refused before any work, by why", ["why"], registry=r
         )  # fmt: skip
@@ -111,6 +117,10 @@ class Metrics:
             self.saved.labels(collection).inc(
                 result.long_context_tokens - result.usage.input_tokens
             )
+
+    def stream_error(self, collection: str, code: str | None) -> None:
+        """Count one streamed reply that ended with an error event."""
+        self.stream_errors.labels(collection, code or "error").inc()
 
     def render(self) -> bytes:
         """The text exposition format."""

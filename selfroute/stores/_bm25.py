@@ -266,7 +266,7 @@ class BM25Index:
         asked = min(k + max(k, 8), total)
         while True:
             rows, scores = self._model.retrieve(
-                [token_ids], k=asked, show_progress=False, n_threads=1
+                [token_ids], k=asked, show_progress=False, n_threads=0
             )
             got = [float(score) for score in scores[0]]
             hits = [
