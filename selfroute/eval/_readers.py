@@ -109,13 +109,49 @@ class Reader(Protocol):
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
+#: Every ASCII punctuation or symbol byte turned into a space (``bytes.translate``).
+_ASCII_MARKS = bytes(
+    0x20 if unicodedata.category(chr(b))[0] in "PS" else b for b in range(128)
+) + bytes(range(128, 256))
+_ASCII = bytes(range(128))
+#: ASCII characters that are neither word characters, white space nor marks (controls): kept
+#: by ``bytes.translate(None, _ASCII_ODD)`` only when absent.
+_ASCII_ODD = bytes(
+    b for b in range(128) if not (chr(b).isalnum() or chr(b).isspace() or _ASCII_MARKS[b] == 0x20)
+)
+_ARTICLE_WORDS = (" a ", " an ", " the ")
+#: Above this many distinct non-ASCII marks, they are blanked in one ``str.translate`` pass.
+_REPLACE_UP_TO = 16
+
+
 def match_key(text: str) -> str:
     """Text normalised for "does the answer appear here": lower case, every Unicode punctuation
-    or symbol character turned into a space, articles dropped, white space collapsed."""
+    or symbol character turned into a space, articles dropped, white space collapsed.
+
+    Computed in the UTF-8 bytes where it can be (an ASCII byte is never part of a multi-byte
+    sequence): ASCII marks blanked with ``bytes.translate``, each distinct non-ASCII mark with
+    ``str.replace``, and the articles dropped as words when every other character is a word
+    character or white space (then ``\\b`` falls only at white space); the same text as a
+    per-character ``str.translate`` and a regular expression, several times faster."""
     folded = unicodedata.normalize("NFKC", text.lower())
-    # one category look-up per distinct character, then a C-speed translation
-    table = {ord(ch): " " for ch in set(folded) if unicodedata.category(ch)[0] in "PS"}
-    return " ".join(_ARTICLES.sub(" ", folded.translate(table)).split())
+    raw = folded.encode("utf-8", "surrogatepass")
+    others = set(raw.translate(None, _ASCII).decode("utf-8", "surrogatepass"))
+    marks = [ch for ch in others if unicodedata.category(ch)[0] in "PS"]
+    blanked = raw.translate(_ASCII_MARKS).decode("utf-8", "surrogatepass")
+    if len(marks) > _REPLACE_UP_TO:
+        blanked = blanked.translate({ord(ch): " " for ch in marks})
+    else:
+        for ch in marks:
+            blanked = blanked.replace(ch, " ")
+    if len(raw.translate(None, _ASCII_ODD)) == len(raw) and all(
+        ch.isalnum() or ch.isspace() for ch in others.difference(marks)
+    ):
+        spaced = f" {' '.join(blanked.split())} "
+        for article in _ARTICLE_WORDS:
+            while article in spaced:  # " a a " needs two passes
+                spaced = spaced.replace(article, " ")
+        return spaced[1:-1]
+    return " ".join(_ARTICLES.sub(" ", blanked).split())
 
 
 @dataclass(frozen=True)
