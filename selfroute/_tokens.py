@@ -112,6 +112,8 @@ _REMEMBER_UP_TO = 4_000_000
 _RECENT = 8
 #: How far from its end a body's last safe cut is looked for (then the body is counted whole).
 _TAIL_WINDOW = 65_536
+#: Characters of short bodies (passages) whose cuts and inner count are remembered by content.
+_BODIES_UP_TO = 4_000_000
 
 
 def _outer_cuts(body: str) -> tuple[int, int] | None:
@@ -149,6 +151,10 @@ class TiktokenCounter:
         self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
         self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
         self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        # passages (bodies under _SEGMENT_FROM) by content: a prompt's passages are new string
+        # objects each time (split from it), and its hash costs less than a digest or a search
+        self._bodies: dict[str, tuple[int, int, int] | None] = {}
+        self._bodies_chars = 0
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
@@ -216,6 +222,23 @@ class TiktokenCounter:
                     self._inners.popitem(last=False)
         return inner
 
+    def _passage(self, body: str) -> tuple[int, int, int] | None:
+        """A short body's outer safe cuts and the count between them (``None``: no two cuts),
+        remembered by content (a bounded number of characters, oldest dropped first)."""
+        try:
+            return self._bodies[body]
+        except KeyError:
+            pass
+        cuts = _outer_cuts(body)
+        parts = None if cuts is None else (*cuts, self._cached(body[cuts[0] : cuts[1]]))
+        with self._lock:
+            self._bodies[body] = parts
+            self._bodies_chars += len(body)
+            while self._bodies_chars > _BODIES_UP_TO:
+                self._bodies_chars -= len(next(iter(self._bodies)))
+                del self._bodies[next(iter(self._bodies))]
+        return parts
+
     def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
         """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
         holds (in order, not overlapping): each body's part between its first and last safe cut
@@ -225,11 +248,18 @@ class TiktokenCounter:
             return self.count(text)
         total, pos = 0, 0
         for at, body in located:
-            cuts = _outer_cuts(body)
-            if cuts is None or at < pos:
-                continue  # counted with the text around it
-            first, last = cuts
-            total += self.count(text[pos : at + first]) + self._inner(body, first, last)
+            if len(body) < _SEGMENT_FROM:
+                parts = self._passage(body)
+                if parts is None or at < pos:
+                    continue  # counted with the text around it
+                first, last, inner = parts
+            else:
+                cuts = _outer_cuts(body)
+                if cuts is None or at < pos:
+                    continue
+                first, last = cuts
+                inner = self._inner(body, first, last)
+            total += self.count(text[pos : at + first]) + inner
             pos = at + last
         return total + self.count(text[pos:])
 

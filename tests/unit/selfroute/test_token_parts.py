@@ -161,3 +161,26 @@ def test_the_rag_step_counts_its_prompt_exactly() -> None:
     result = srflow.run_flow(srflow.self_route_flow("How many?", sr.RouteConfig()), handler)
     rag = next(s for s in result.steps if s.stage is sr.Stage.RAG)
     assert rag.prompt_tokens_estimate == _whole(_fresh(), seen[0])
+
+
+def test_a_passage_met_again_as_a_new_string_is_neither_searched_nor_hashed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a RAG prompt's passages reach the counter split from it: equal texts, new objects
+    counter = _fresh()
+    passages = _paragraphs()[:5]
+    prompts = [Prompts().rag_prompt(f"Question {i}?", passages) for i in range(6)]
+    assert count_in_prompt(counter, prompts[0], *passages) == _whole(counter, prompts[0])
+    searched: list[str] = []
+    outer_cuts = _tokens._outer_cuts
+    monkeypatch.setattr(_tokens, "_outer_cuts", lambda b: searched.append(b) or outer_cuts(b))
+    digested: list[str] = []
+    cached = counter._cached
+    counter._cached = lambda t: digested.append(t) or cached(t)  # type: ignore[method-assign]
+    for prompt in prompts[1:]:
+        copies = [(" " + p)[1:] for p in passages]  # equal, not the same objects
+        assert all(c is not p for c, p in zip(copies, passages, strict=True))
+        assert count_in_prompt(counter, prompt, *copies) == _whole(counter, prompt)
+    assert not searched  # the cuts of each passage are remembered
+    # only the text between passages is counted again, never a passage's inside
+    assert not any(len(t) > 400 and t in p for t in digested for p in passages)
