@@ -150,6 +150,7 @@ class TiktokenCounter:
         self._lock = threading.Lock()
         self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
         self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._recent_short: OrderedDict[int, tuple[str, int]] = OrderedDict()
         self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
         # passages (bodies under _SEGMENT_FROM) by content: a prompt's passages are new string
         # objects each time (split from it), and its hash costs less than a digest or a search
@@ -178,18 +179,26 @@ class TiktokenCounter:
     def remembered(self, text: str) -> int | None:
         """``text``'s count if this very object was counted lately (no hashing at all), else
         ``None``."""
-        hit = self._recent.get(id(text))
+        pool = self._recent if len(text) >= _SEGMENT_FROM else self._recent_short
+        hit = pool.get(id(text))
         if hit is not None and hit[0] is text:
+            with self._lock:  # least recently used first out: a document counted on every call
+                if id(text) in pool:  # stays, however many prompts are counted in between
+                    pool.move_to_end(id(text))
             return hit[1]
         return None
 
     def remember(self, text: str, tokens: int) -> None:
-        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`)."""
+        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`).
+        Documents and long-context prompts, and shorter prompts, have a memory each: the RAG
+        prompts of a run do not push its document out."""
         if len(text) <= _REMEMBER_UP_TO:
+            pool = self._recent if len(text) >= _SEGMENT_FROM else self._recent_short
             with self._lock:
-                self._recent[id(text)] = (text, tokens)
-                while len(self._recent) > _RECENT:
-                    self._recent.popitem(last=False)
+                pool[id(text)] = (text, tokens)
+                pool.move_to_end(id(text))
+                while len(pool) > _RECENT:
+                    pool.popitem(last=False)
 
     def count(self, text: str) -> int:
         if not text:
@@ -213,6 +222,9 @@ class TiktokenCounter:
         """The count of ``body[first:last]``, remembered under ``body`` itself and by digest."""
         hit = self._inners.get(id(body))
         if hit is not None and hit[0] is body:
+            with self._lock:
+                if id(body) in self._inners:
+                    self._inners.move_to_end(id(body))
             return hit[1]
         inner = self._cached(body[first:last])
         if len(body) >= _SEGMENT_FROM:  # long bodies: remembered by identity (no hashing)

@@ -184,3 +184,22 @@ def test_a_passage_met_again_as_a_new_string_is_neither_searched_nor_hashed(
     assert not searched  # the cuts of each passage are remembered
     # only the text between passages is counted again, never a passage's inside
     assert not any(len(t) > 400 and t in p for t in digested for p in passages)
+
+
+def test_the_document_stays_remembered_however_many_prompts_are_counted() -> None:
+    counter = _fresh()
+    document = HAYSTACK * 2  # a long text: remembered by identity
+    tokens = counter.count(document)
+    count_in_prompt(counter, Prompts().long_context_prompt("Q?", document), document)
+    passages = _paragraphs()[:3]
+    calls: list[str] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: calls.append(t) or original(t)  # type: ignore[method-assign]
+    counter._counts.clear()  # only the identity memory can answer for the document
+    for i in range(3 * _tokens._RECENT):
+        prompt = Prompts().rag_prompt(f"Question {i}?", passages)
+        count_in_prompt(counter, prompt, *passages)  # RAG prompts: remembered too
+        long_prompt = Prompts().long_context_prompt(f"Question {i}?", document)
+        count_in_prompt(counter, long_prompt, document)
+        assert counter.count(document) == tokens
+    assert not any(len(t) >= len(document) // 2 for t in calls)  # never tokenised again
