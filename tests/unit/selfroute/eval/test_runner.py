@@ -309,3 +309,13 @@ def test_a_decline_detector_scores_every_method_s_declines() -> None:
         assert all(r.abstained for r in _records(heard, method).values()), method
     route = next(iter(_records(heard, "self_route").values()))
     assert [c.stage.value for c in route.calls] == ["rag", "long_context"]  # it escalated
+
+
+def test_self_route_s_long_context_request_carries_the_document_itself() -> None:
+    # not a copy sliced from the prompt: what is remembered by identity (its token count, its
+    # digest) applies to it, so a long document is not hashed again on every fallback
+    reader = ScriptedReader()
+    evaluate(ITEMS, reader=reader, ks=[1], methods=["self_route"], config=CFG, cache=False)
+    lc = [r for r in reader.requests if r.stage.value == "long_context"]
+    assert lc and all(r.context is r.item.document for r in lc)
+    assert all(r.context in r.prompt for r in lc)
