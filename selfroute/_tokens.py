@@ -116,6 +116,25 @@ _TAIL_WINDOW = 65_536
 _BODIES_UP_TO = 4_000_000
 
 
+#: How far after a body the next safe cut is looked for (its glue: a passage separator).
+_GLUE_UP_TO = 16
+
+
+def _unit_end(text: str, at: int, body: str) -> int | None:
+    """Where the unit of ``body`` (at ``at`` in ``text``) ends: the first safe cut at or after
+    the body's end, within :data:`_GLUE_UP_TO` characters (``None``: the body does not start at
+    a safe cut, or none follows it closely)."""
+    if at > 0:
+        before = _SAFE_CUT.match(text, at - 1, at + 1)
+        if before is None or before.end() != at:
+            return None
+    end = at + len(body)
+    if end >= len(text):
+        return len(text)
+    after = _SAFE_CUT.search(text, end - 1, end + _GLUE_UP_TO)
+    return None if after is None else after.end()
+
+
 def _outer_cuts(body: str) -> tuple[int, int] | None:
     """The first and last safe cut of ``body`` (``None``: fewer than two, or none near the end)."""
     first = _SAFE_CUT.search(body)
@@ -156,6 +175,9 @@ class TiktokenCounter:
         # objects each time (split from it), and its hash costs less than a digest or a search
         self._bodies: dict[str, tuple[int, int, int] | None] = {}
         self._bodies_chars = 0
+        self._units: dict[tuple[str, str], int] = {}
+        self._units_chars = 0
+        self._long_units: OrderedDict[int, tuple[str, str, int]] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
@@ -251,15 +273,53 @@ class TiktokenCounter:
                 del self._bodies[next(iter(self._bodies))]
         return parts
 
+    def _unit(self, body: str, glue: str) -> int:
+        """The count of ``body + glue`` (a body standing between two safe cuts of its prompt),
+        remembered by content for short bodies, by identity for long ones."""
+        if len(body) >= _SEGMENT_FROM:
+            hit = self._long_units.get(id(body))
+            if hit is not None and hit[0] is body and hit[1] == glue:
+                with self._lock:
+                    if id(body) in self._long_units:
+                        self._long_units.move_to_end(id(body))
+                return hit[2]
+            tokens = self._cached(body + glue)
+            with self._lock:
+                self._long_units[id(body)] = (body, glue, tokens)
+                self._long_units.move_to_end(id(body))
+                while len(self._long_units) > _RECENT:
+                    self._long_units.popitem(last=False)
+            return tokens
+        key = (body, glue)
+        found = self._units.get(key)
+        if found is not None:
+            return found
+        tokens = self._cached(body + glue)
+        with self._lock:
+            self._units[key] = tokens
+            self._units_chars += len(body)
+            while self._units_chars > _BODIES_UP_TO:
+                oldest = next(iter(self._units))
+                self._units_chars -= len(oldest[0])
+                del self._units[oldest]
+        return tokens
+
     def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
         """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
-        holds (in order, not overlapping): each body's part between its first and last safe cut
-        (:data:`_SAFE_CUT`) is counted once per content and remembered; only the text around
-        them (and each body's first and last sentence) is encoded again."""
+        holds (in order, not overlapping). A body that starts at a safe cut of ``text``
+        (:data:`_SAFE_CUT`) and is followed by one within a few characters (a passage between
+        line breaks) is counted with those few characters as one unit, once per content; any
+        other body, between its own first and last safe cut, once per content. Only the text
+        around them (and such a body's first and last sentence) is encoded again."""
         if not self._cuttable:
             return self.count(text)
         total, pos = 0, 0
         for at, body in located:
+            stop = _unit_end(text, at, body) if at >= pos else None
+            if stop is not None:
+                total += self.count(text[pos:at]) + self._unit(body, text[at + len(body) : stop])
+                pos = stop
+                continue
             if len(body) < _SEGMENT_FROM:
                 parts = self._passage(body)
                 if parts is None or at < pos:

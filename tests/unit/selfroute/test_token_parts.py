@@ -203,3 +203,38 @@ def test_the_document_stays_remembered_however_many_prompts_are_counted() -> Non
         count_in_prompt(counter, long_prompt, document)
         assert counter.count(document) == tokens
     assert not any(len(t) >= len(document) // 2 for t in calls)  # never tokenised again
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bodies_between_safe_cuts_are_counted_exactly_as_units(seed: int) -> None:
+    # bodies glued to their neighbours by every kind of separator: line breaks (safe cuts),
+    # spaces after a full stop (safe), and joins that are not cuts (counted around)
+    rng = random.Random(seed)
+    counter = _fresh()
+    paragraphs = _paragraphs()
+    glues = ["\n\n", "\n", "\n\n\n", " ", ". ", "\n /", "\n\t", "", "x", "\n\nQ: ", "!\n"]
+    for _ in range(40):
+        bodies = rng.sample(paragraphs, rng.randint(1, 5))
+        bodies = [
+            b if rng.random() < 0.7 else rng.choice([" ", "/", "\n", "é"]) + b for b in bodies
+        ]
+        parts = [rng.choice(["", "Passage:\n", "Q. ", "x"])]
+        for body in bodies:
+            parts += [body, rng.choice(glues)]
+        prompt = "".join(parts)
+        for _ in range(2):  # counted, then from what is remembered
+            assert count_in_prompt(counter, prompt, *bodies) == _whole(counter, prompt)
+
+
+def test_a_passage_between_line_breaks_is_not_encoded_again() -> None:
+    counter = _fresh()
+    passages = _paragraphs()[:5]
+    encoded: list[int] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: encoded.append(len(t)) or original(t)  # type: ignore[method-assign]
+    prompts = [Prompts().rag_prompt(f"Question {i}?", passages) for i in range(10)]
+    count_in_prompt(counter, prompts[0], *passages)
+    encoded.clear()
+    for prompt in prompts[1:]:
+        assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
+    assert sum(encoded) < 100 * len(prompts[1:])  # the question's lines only
