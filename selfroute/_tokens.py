@@ -112,6 +112,8 @@ _REMEMBER_UP_TO = 4_000_000
 _RECENT = 8
 #: How far from its end a body's last safe cut is looked for (then the body is counted whole).
 _TAIL_WINDOW = 65_536
+#: Texts shorter than this are remembered by content (kept: at most ``cache_size`` of them).
+_SHORT_UP_TO = 1024
 #: Characters of short bodies (passages) whose cuts and inner count are remembered by content.
 _BODIES_UP_TO = 4_000_000
 
@@ -176,6 +178,7 @@ class TiktokenCounter:
         self._bodies: dict[str, tuple[int, int, int] | None] = {}
         self._bodies_chars = 0
         self._units: dict[tuple[str, str], int] = {}
+        self._short: dict[str, int] = {}
         self._units_chars = 0
         self._long_units: OrderedDict[int, tuple[str, str, int]] = OrderedDict()
 
@@ -184,8 +187,15 @@ class TiktokenCounter:
 
     def _cached(self, text: str) -> int:
         """``text``'s count, from the digest cache or encoded (and remembered)."""
-        if len(text) < 256:  # encoding it costs about what hashing it would
-            return self._encode_len(text)
+        if len(text) < _SHORT_UP_TO:  # a prompt's own lines: by content (str hash, no digest)
+            found = self._short.get(text)
+            if found is None:
+                found = self._encode_len(text)
+                with self._lock:
+                    self._short[text] = found
+                    if len(self._short) > self._cache_size:
+                        del self._short[next(iter(self._short))]
+            return found
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
         with self._lock:
             if key in self._counts:
@@ -445,6 +455,9 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
     Args:
         encoding: ``o200k_base`` or another tiktoken encoding name.
     """
+    found = _cache.get(encoding)  # built once: no lock to read it
+    if found is not None:
+        return found
     with _lock:
         if encoding in _cache:
             return _cache[encoding]

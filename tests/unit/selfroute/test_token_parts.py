@@ -12,7 +12,7 @@ import selfroute as sr
 import selfroute.flow as srflow
 from selfroute import _tokens
 from selfroute._prompts import Prompts
-from selfroute._tokens import TiktokenCounter, count_in_prompt
+from selfroute._tokens import TiktokenCounter, count_in_prompt, default_token_counter
 
 
 def _documents() -> list[str]:
@@ -238,3 +238,14 @@ def test_a_passage_between_line_breaks_is_not_encoded_again() -> None:
     for prompt in prompts[1:]:
         assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
     assert sum(encoded) < 100 * len(prompts[1:])  # the question's lines only
+
+
+def test_a_short_text_is_encoded_once_per_content() -> None:
+    counter = _fresh()
+    encoded: list[str] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: encoded.append(t) or original(t)  # type: ignore[method-assign]
+    line = "\n\nQuestion: who built the lighthouse at Grey Point?\nAnswer:"
+    counts = {counter.count((" " + line)[1:]) for _ in range(5)}  # equal texts, new objects
+    assert counts == {_whole(counter, line)} and encoded == [line]
+    assert default_token_counter() is default_token_counter()
