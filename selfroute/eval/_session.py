@@ -124,6 +124,10 @@ class Session:
             raise stop from error
 
     digests: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    #: The Self-Route config per ``(k, grounded)`` (a frozen dataclass, built once).
+    flow_configs: dict[tuple[int, bool], RouteConfig] = field(default_factory=dict)
+    #: Whether a baseline's answer declines, per ``(answer, question)`` (the last few).
+    declines: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     @property
     def counter(self) -> TokenCounter:
