@@ -328,16 +328,43 @@ class OracleReader:
         self.latency_model = latency
         self._norm_cache: OrderedDict[str, str] = OrderedDict()
         self._norm_long: OrderedDict[str, str] = OrderedDict()
+        self._paragraphs: dict[str, str] = {}
+        self._paragraph_chars = 0
 
     def cache_identity(self) -> str:
         return "oracle"
+
+    def _paragraph_keys(self, text: str) -> str:
+        """``match_key(text)``, from the keys of its paragraphs (split at blank lines; each one
+        remembered, so passages met again in other contexts are not normalised again).
+
+        Exact: every step of :func:`match_key` is local to a character or ends at white space
+        (lower case -- a final sigma looks no further than white space --, NFKC -- a line break
+        composes with nothing --, blanking, articles at word boundaries), so a blank line
+        between two texts makes their keys join with one space."""
+        if "\n\n" not in text:
+            return match_key(text)
+        keys = []
+        for part in text.split("\n\n"):
+            key = self._paragraphs.get(part)
+            if key is None:
+                key = match_key(part)
+                self._paragraphs[part] = key
+                self._paragraph_chars += len(part)
+                while self._paragraph_chars > 2_000_000:
+                    oldest = next(iter(self._paragraphs))
+                    self._paragraph_chars -= len(oldest)
+                    del self._paragraphs[oldest]
+            if key:
+                keys.append(key)
+        return " ".join(keys)
 
     def _normalized(self, text: str) -> str:
         # documents have their own cache: hundreds of passages must not push them out
         cache = self._norm_cache if len(text) < _LONG_CONTEXT else self._norm_long
         hit = cache.get(text)
         if hit is None:
-            hit = f" {match_key(text)} "
+            hit = f" {self._paragraph_keys(text)} "
             cache[text] = hit
             if len(cache) > (512 if cache is self._norm_cache else 16):
                 cache.popitem(last=False)  # least recently used first

@@ -53,3 +53,20 @@ def test_random_texts_match_the_reference() -> None:
         assert match_key(text) == reference(text), repr(text)
         mixed = text + many_marks + " the é a"
         assert match_key(mixed) == reference(mixed), repr(mixed)
+
+
+def test_a_text_s_key_is_its_paragraphs_keys_joined() -> None:
+    # the oracle normalises a RAG context passage by passage (split at blank lines)
+    from selfroute.eval import OracleReader
+
+    oracle = OracleReader()
+    rng = random.Random(11)
+    pieces = ["The", "a", "ΣΟΦΟΣ", "\u0301x", "İ", "—", "the.", " ", "\t", "", "\n", "ﬁn", "é"]
+    for _ in range(2000):
+        parts = [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+            for _ in range(rng.randint(1, 5))
+        ]
+        text = rng.choice(["\n\n", "\n\n\n", " \n\n"]).join(parts)
+        assert oracle._paragraph_keys(text) == reference(text), repr(text)
+        assert oracle._paragraph_keys(text) == reference(text)  # from what is remembered
