@@ -329,10 +329,22 @@ class OracleReader:
         self._norm_cache: OrderedDict[str, str] = OrderedDict()
         self._norm_long: OrderedDict[str, str] = OrderedDict()
         self._paragraphs: dict[str, str] = {}
+        self._answers: dict[str, str] = {}
         self._paragraph_chars = 0
 
     def cache_identity(self) -> str:
         return "oracle"
+
+    def _answer_key(self, answer: str) -> str:
+        """`` {match_key(answer)} `` (empty when the key is), remembered for the last answers."""
+        key = self._answers.get(answer)
+        if key is None:
+            bare = match_key(answer)
+            key = f" {bare} " if bare else ""
+            if len(self._answers) >= 4096:
+                del self._answers[next(iter(self._answers))]
+            self._answers[answer] = key
+        return key
 
     def _paragraph_keys(self, text: str) -> str:
         """``match_key(text)``, from the keys of its paragraphs (split at blank lines; each one
@@ -382,7 +394,7 @@ class OracleReader:
         if item.unanswerable:
             return []
         haystack = self._normalized(context)
-        return [g for g in item.answers if (n := match_key(g)) and f" {n} " in haystack]
+        return [g for g in item.answers if (n := self._answer_key(g)) and n in haystack]
 
     def gold_in(self, item: EvalItem, context: str) -> str | None:
         """The first gold answer of ``item`` that appears in ``context``, else ``None``."""
