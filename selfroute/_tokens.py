@@ -112,9 +112,29 @@ _REMEMBER_UP_TO = 4_000_000
 _RECENT = 8
 #: How far from its end a body's last safe cut is looked for (then the body is counted whole).
 _TAIL_WINDOW = 65_536
-#: How many shorter bodies (passages) keep their cuts and inner count under their own text (a
-#: passage comes back with every question it is retrieved for: no scan, no digest, a dict hit).
-_BODIES = 1024
+#: Texts shorter than this are remembered by content (kept: at most ``cache_size`` of them).
+_SHORT_UP_TO = 1024
+#: Characters of short bodies (passages) whose cuts and inner count are remembered by content.
+_BODIES_UP_TO = 4_000_000
+
+
+#: How far after a body the next safe cut is looked for (its glue: a passage separator).
+_GLUE_UP_TO = 16
+
+
+def _unit_end(text: str, at: int, body: str) -> int | None:
+    """Where the unit of ``body`` (at ``at`` in ``text``) ends: the first safe cut at or after
+    the body's end, within :data:`_GLUE_UP_TO` characters (``None``: the body does not start at
+    a safe cut, or none follows it closely)."""
+    if at > 0:
+        before = _SAFE_CUT.match(text, at - 1, at + 1)
+        if before is None or before.end() != at:
+            return None
+    end = at + len(body)
+    if end >= len(text):
+        return len(text)
+    after = _SAFE_CUT.search(text, end - 1, end + _GLUE_UP_TO)
+    return None if after is None else after.end()
 
 
 def _outer_cuts(body: str) -> tuple[int, int] | None:
@@ -129,10 +149,6 @@ def _outer_cuts(body: str) -> tuple[int, int] | None:
         if last is not None:
             return (first.end(), last.end()) if last.end() > first.end() else None
     return None
-
-
-#: A body's ``(first cut, last cut, tokens between them)``, or ``None`` without two safe cuts.
-_Body = tuple[int, int, int] | None
 
 
 class TiktokenCounter:
@@ -155,16 +171,31 @@ class TiktokenCounter:
         self._lock = threading.Lock()
         self._cuttable = getattr(encoding, "_pat_str", None) in _CUTTABLE_PATTERNS
         self._recent: OrderedDict[int, tuple[str, int]] = OrderedDict()
-        self._inners: OrderedDict[int, tuple[str, _Body]] = OrderedDict()
-        self._bodies: OrderedDict[str, _Body] = OrderedDict()
+        self._recent_short: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        self._inners: OrderedDict[int, tuple[str, int]] = OrderedDict()
+        # passages (bodies under _SEGMENT_FROM) by content: a prompt's passages are new string
+        # objects each time (split from it), and its hash costs less than a digest or a search
+        self._bodies: dict[str, tuple[int, int, int] | None] = {}
+        self._bodies_chars = 0
+        self._units: dict[tuple[str, str], int] = {}
+        self._short: dict[str, int] = {}
+        self._units_chars = 0
+        self._long_units: OrderedDict[int, tuple[str, str, int]] = OrderedDict()
 
     def _encode_len(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
     def _cached(self, text: str) -> int:
         """``text``'s count, from the digest cache or encoded (and remembered)."""
-        if len(text) < 256:  # encoding it costs about what hashing it would
-            return self._encode_len(text)
+        if len(text) < _SHORT_UP_TO:  # a prompt's own lines: by content (str hash, no digest)
+            found = self._short.get(text)
+            if found is None:
+                found = self._encode_len(text)
+                with self._lock:
+                    self._short[text] = found
+                    if len(self._short) > self._cache_size:
+                        del self._short[next(iter(self._short))]
+            return found
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
         with self._lock:
             if key in self._counts:
@@ -180,18 +211,26 @@ class TiktokenCounter:
     def remembered(self, text: str) -> int | None:
         """``text``'s count if this very object was counted lately (no hashing at all), else
         ``None``."""
-        hit = self._recent.get(id(text))
+        pool = self._recent if len(text) >= _SEGMENT_FROM else self._recent_short
+        hit = pool.get(id(text))
         if hit is not None and hit[0] is text:
+            with self._lock:  # least recently used first out: a document counted on every call
+                if id(text) in pool:  # stays, however many prompts are counted in between
+                    pool.move_to_end(id(text))
             return hit[1]
         return None
 
     def remember(self, text: str, tokens: int) -> None:
-        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`)."""
+        """Remember ``text``'s count by identity (long texts only; see :meth:`remembered`).
+        Documents and long-context prompts, and shorter prompts, have a memory each: the RAG
+        prompts of a run do not push its document out."""
         if len(text) <= _REMEMBER_UP_TO:
+            pool = self._recent if len(text) >= _SEGMENT_FROM else self._recent_short
             with self._lock:
-                self._recent[id(text)] = (text, tokens)
-                while len(self._recent) > _RECENT:
-                    self._recent.popitem(last=False)
+                pool[id(text)] = (text, tokens)
+                pool.move_to_end(id(text))
+                while len(pool) > _RECENT:
+                    pool.popitem(last=False)
 
     def count(self, text: str) -> int:
         if not text:
@@ -211,48 +250,97 @@ class TiktokenCounter:
         cuts are proven, :data:`_SAFE_CUT`)."""
         return self._cuttable
 
-    def _body(self, body: str) -> _Body:
-        """``(first cut, last cut, tokens between them)`` of ``body`` (``None``: it has no two
-        safe cuts), remembered: long bodies by identity (no hashing), shorter ones (passages,
-        at most :data:`_BODIES`) under their text; the inner count also by digest."""
-        long = len(body) >= _SEGMENT_FROM
-        if long:
-            hit = self._inners.get(id(body))
-            if hit is not None and hit[0] is body:
-                return hit[1]
-        else:
+    def _inner(self, body: str, first: int, last: int) -> int:
+        """The count of ``body[first:last]``, remembered under ``body`` itself and by digest."""
+        hit = self._inners.get(id(body))
+        if hit is not None and hit[0] is body:
             with self._lock:
-                if body in self._bodies:
-                    self._bodies.move_to_end(body)
-                    return self._bodies[body]
-        cuts = _outer_cuts(body)
-        entry = None if cuts is None else (*cuts, self._cached(body[cuts[0] : cuts[1]]))
-        with self._lock:
-            if long:
-                self._inners[id(body)] = (body, entry)
+                if id(body) in self._inners:
+                    self._inners.move_to_end(id(body))
+            return hit[1]
+        inner = self._cached(body[first:last])
+        if len(body) >= _SEGMENT_FROM:  # long bodies: remembered by identity (no hashing)
+            with self._lock:
+                self._inners[id(body)] = (body, inner)
                 while len(self._inners) > _RECENT:
                     self._inners.popitem(last=False)
-            else:
-                self._bodies[body] = entry
-                while len(self._bodies) > _BODIES:
-                    self._bodies.popitem(last=False)
-        return entry
+        return inner
+
+    def _passage(self, body: str) -> tuple[int, int, int] | None:
+        """A short body's outer safe cuts and the count between them (``None``: no two cuts),
+        remembered by content (a bounded number of characters, oldest dropped first)."""
+        try:
+            return self._bodies[body]
+        except KeyError:
+            pass
+        cuts = _outer_cuts(body)
+        parts = None if cuts is None else (*cuts, self._cached(body[cuts[0] : cuts[1]]))
+        with self._lock:
+            self._bodies[body] = parts
+            self._bodies_chars += len(body)
+            while self._bodies_chars > _BODIES_UP_TO:
+                self._bodies_chars -= len(next(iter(self._bodies)))
+                del self._bodies[next(iter(self._bodies))]
+        return parts
+
+    def _unit(self, body: str, glue: str) -> int:
+        """The count of ``body + glue`` (a body standing between two safe cuts of its prompt),
+        remembered by content for short bodies, by identity for long ones."""
+        if len(body) >= _SEGMENT_FROM:
+            hit = self._long_units.get(id(body))
+            if hit is not None and hit[0] is body and hit[1] == glue:
+                with self._lock:
+                    if id(body) in self._long_units:
+                        self._long_units.move_to_end(id(body))
+                return hit[2]
+            tokens = self._cached(body + glue)
+            with self._lock:
+                self._long_units[id(body)] = (body, glue, tokens)
+                self._long_units.move_to_end(id(body))
+                while len(self._long_units) > _RECENT:
+                    self._long_units.popitem(last=False)
+            return tokens
+        key = (body, glue)
+        found = self._units.get(key)
+        if found is not None:
+            return found
+        tokens = self._cached(body + glue)
+        with self._lock:
+            self._units[key] = tokens
+            self._units_chars += len(body)
+            while self._units_chars > _BODIES_UP_TO:
+                oldest = next(iter(self._units))
+                self._units_chars -= len(oldest[0])
+                del self._units[oldest]
+        return tokens
 
     def count_located(self, text: str, located: Sequence[tuple[int, str]]) -> int:
         """Tokens in ``text``, exactly, where ``located`` gives ``(offset, body)`` of texts it
-        holds (in order, not overlapping): each body's part between its first and last safe cut
-        (:data:`_SAFE_CUT`) is counted once per content and remembered; only the text around
-        them (and each body's first and last sentence) is encoded again."""
+        holds (in order, not overlapping). A body that starts at a safe cut of ``text``
+        (:data:`_SAFE_CUT`) and is followed by one within a few characters (a passage between
+        line breaks) is counted with those few characters as one unit, once per content; any
+        other body, between its own first and last safe cut, once per content. Only the text
+        around them (and such a body's first and last sentence) is encoded again."""
         if not self._cuttable:
             return self.count(text)
         total, pos = 0, 0
         for at, body in located:
-            if at < pos:
-                continue  # counted with the text around it
-            entry = self._body(body)
-            if entry is None:
+            stop = _unit_end(text, at, body) if at >= pos else None
+            if stop is not None:
+                total += self.count(text[pos:at]) + self._unit(body, text[at + len(body) : stop])
+                pos = stop
                 continue
-            first, last, inner = entry
+            if len(body) < _SEGMENT_FROM:
+                parts = self._passage(body)
+                if parts is None or at < pos:
+                    continue  # counted with the text around it
+                first, last, inner = parts
+            else:
+                cuts = _outer_cuts(body)
+                if cuts is None or at < pos:
+                    continue
+                first, last = cuts
+                inner = self._inner(body, first, last)
             total += self.count(text[pos : at + first]) + inner
             pos = at + last
         return total + self.count(text[pos:])
@@ -367,6 +455,9 @@ def default_token_counter(encoding: str = "o200k_base") -> TokenCounter:
     Args:
         encoding: ``o200k_base`` or another tiktoken encoding name.
     """
+    found = _cache.get(encoding)  # built once: no lock to read it
+    if found is not None:
+        return found
     with _lock:
         if encoding in _cache:
             return _cache[encoding]

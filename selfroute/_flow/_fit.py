@@ -74,16 +74,11 @@ def count_long_context(
 
     A document that fits is counted once, exactly; one that does not is priced at the window's
     capacity (see :func:`~selfroute._fitting.size_context`) and never chunked or ranked: pricing
-    must not cost more than the answer. The prompt is only built when the context fits.
+    must not cost more than the answer. The prompt is not built (``prompt`` is empty): its size
+    is the template overhead plus the context's, and building it would copy the whole document.
     """
-    counter, prompts = config.counter, config.prompts
     overhead, available = _room(question, config)
     sized = size_context(
-        docs, available_tokens=available, strategy=config.overflow, counter=counter
+        docs, available_tokens=available, strategy=config.overflow, counter=config.counter
     )
-    prompt = (
-        prompts.long_context_prompt(question, sized.text, grounded=config.grounded)
-        if not sized.truncated
-        else ""
-    )
-    return LongContextPrompt(sized, prompt, overhead + sized.tokens)
+    return LongContextPrompt(sized, "", overhead + sized.tokens)

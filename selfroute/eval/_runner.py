@@ -159,12 +159,20 @@ def _top_score(passages: Iterable[Passage]) -> float | None:
 def _baseline_answer(session: Session, record: RunRecord, text: str, question: str) -> None:
     """Set a baseline's prediction and whether it declines (the parser the flow uses)."""
     record.prediction = clean_answer(text)
-    declined = parse_verdict(
-        record.prediction,
-        sentinel=session.config.prompts.sentinel,
-        question=question,
-        detector=session.config.decline_detector,
-    ).declined
+    detector = session.config.decline_detector
+    key = (record.prediction, question)
+    declined = session.declines.get(key) if detector is None else None
+    if declined is None:  # LC and RAG often give one item the same answer: parsed once
+        declined = parse_verdict(
+            record.prediction,
+            sentinel=session.config.prompts.sentinel,
+            question=question,
+            detector=detector,
+        ).declined
+        if detector is None:  # a detector of the user's own may not be a pure function
+            if len(session.declines) >= 256:
+                session.declines.pop(next(iter(session.declines)))
+            session.declines[key] = declined
     record.abstained = declined
     record.abstention = "declined" if declined else None
 
@@ -187,8 +195,12 @@ async def _run_rag(session: Session, item: EvalItem, q: str, record: RunRecord) 
 
 
 def _flow_config(session: Session, method: str, k: int) -> RouteConfig:
+    """The run's config at ``k`` for ``method`` (validated once per method and k, not per item)."""
     grounded = session.config.grounded or method == "self_route_grounded"
-    return replace(session.config, k=k, grounded=grounded)
+    config = session.flow_configs.get((k, grounded))
+    if config is None:
+        config = session.flow_configs[k, grounded] = replace(session.config, k=k, grounded=grounded)
+    return config
 
 
 def _from_result(record: RunRecord, result: RouteResult) -> None:

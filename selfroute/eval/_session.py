@@ -73,12 +73,23 @@ def _split_template(rendered: str) -> tuple[str, str]:
     return prefix, suffix
 
 
-def context_of(prompt: str, rendered_with_mark: str) -> str:
-    """The context inside ``prompt``, located by its template rendered with :data:`CONTEXT_MARK`."""
+def context_of(prompt: str, rendered_with_mark: str, known: str | None = None) -> str:
+    """The context inside ``prompt``, located by its template rendered with :data:`CONTEXT_MARK`.
+
+    When it is ``known`` (the item's document), that very object is returned rather than a copy
+    sliced from the prompt: counts and digests remembered by identity then apply to it.
+    """
     prefix, suffix = _split_template(rendered_with_mark)
     if not (prompt.startswith(prefix) and prompt.endswith(suffix)):
         raise ConfigurationError("could not locate the context inside the prompt")
-    return prompt[len(prefix) : len(prompt) - len(suffix)]
+    end = len(prompt) - len(suffix)
+    if (
+        known is not None
+        and end - len(prefix) == len(known)
+        and prompt.startswith(known, len(prefix))
+    ):
+        return known
+    return prompt[len(prefix) : end]
 
 
 @dataclass
@@ -113,6 +124,10 @@ class Session:
             raise stop from error
 
     digests: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    #: The Self-Route config per ``(k, grounded)`` (a frozen dataclass, built once).
+    flow_configs: dict[tuple[int, bool], RouteConfig] = field(default_factory=dict)
+    #: Whether a baseline's answer declines, per ``(answer, question)`` (the last few).
+    declines: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     @property
     def counter(self) -> TokenCounter:
@@ -275,7 +290,7 @@ class FlowHandler:
             )
         request = ModelRequest(
             prompt=prompt,
-            context=context_of(prompt, marked),
+            context=context_of(prompt, marked, None if rag else self.item.document),
             question=step.question,
             item=self.item,
             method=self.method,

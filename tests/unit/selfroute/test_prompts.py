@@ -86,3 +86,28 @@ def test_custom_sentinel_flows_through_to_parsing() -> None:
     assert result.reason is sr.Reason.DECLINED
     assert result.rag_answer == "NOT_IN_CONTEXT" and result.answer == "In 1901."
     assert '"NOT_IN_CONTEXT"' in generated[0]
+
+
+_LONG = "Ünïcode — document line.\n" * 200  # long enough to be joined in, not formatted
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Document:\n{context}\n\nQuestion: {question}\nSay {sentinel}.",
+        "{question}\n{context}",
+        "{{context}} is literal; the real one: {context} ({question})",
+        "{context:.40} truncated ({question})",  # a format spec: rendered by str.format
+        "{context!r} repr ({question})",
+        "{context} twice {context} ({question})",
+    ],
+)
+def test_prompts_render_the_same_text_as_str_format(template: str) -> None:
+    prompts = sr.Prompts(long_context=template, rag=template + " {sentinel}")
+    for question in ("Who?", "a {brace} \x00selfroute-context\x00 mark?"):
+        expected = template.format(context=_LONG, question=question, sentinel=prompts.sentinel)
+        assert prompts.long_context_prompt(question, _LONG) == expected
+        rag = (template + " {sentinel}").format(
+            context=_LONG.strip(), question=question, sentinel=prompts.sentinel
+        )
+        assert prompts.rag_prompt(question, [_LONG]) == rag

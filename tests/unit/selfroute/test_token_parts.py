@@ -12,7 +12,7 @@ import selfroute as sr
 import selfroute.flow as srflow
 from selfroute import _tokens
 from selfroute._prompts import Prompts
-from selfroute._tokens import TiktokenCounter, count_in_prompt
+from selfroute._tokens import TiktokenCounter, count_in_prompt, default_token_counter
 
 
 def _documents() -> list[str]:
@@ -191,3 +191,91 @@ def test_the_rag_step_counts_its_prompt_exactly() -> None:
     result = srflow.run_flow(srflow.self_route_flow("How many?", sr.RouteConfig()), handler)
     rag = next(s for s in result.steps if s.stage is sr.Stage.RAG)
     assert rag.prompt_tokens_estimate == _whole(_fresh(), seen[0])
+
+
+def test_a_passage_met_again_as_a_new_string_is_neither_searched_nor_hashed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a RAG prompt's passages reach the counter split from it: equal texts, new objects
+    counter = _fresh()
+    passages = _paragraphs()[:5]
+    prompts = [Prompts().rag_prompt(f"Question {i}?", passages) for i in range(6)]
+    assert count_in_prompt(counter, prompts[0], *passages) == _whole(counter, prompts[0])
+    searched: list[str] = []
+    outer_cuts = _tokens._outer_cuts
+    monkeypatch.setattr(_tokens, "_outer_cuts", lambda b: searched.append(b) or outer_cuts(b))
+    digested: list[str] = []
+    cached = counter._cached
+    counter._cached = lambda t: digested.append(t) or cached(t)  # type: ignore[method-assign]
+    for prompt in prompts[1:]:
+        copies = [(" " + p)[1:] for p in passages]  # equal, not the same objects
+        assert all(c is not p for c, p in zip(copies, passages, strict=True))
+        assert count_in_prompt(counter, prompt, *copies) == _whole(counter, prompt)
+    assert not searched  # the cuts of each passage are remembered
+    # only the text between passages is counted again, never a passage's inside
+    assert not any(len(t) > 400 and t in p for t in digested for p in passages)
+
+
+def test_the_document_stays_remembered_however_many_prompts_are_counted() -> None:
+    counter = _fresh()
+    document = HAYSTACK * 2  # a long text: remembered by identity
+    tokens = counter.count(document)
+    count_in_prompt(counter, Prompts().long_context_prompt("Q?", document), document)
+    passages = _paragraphs()[:3]
+    calls: list[str] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: calls.append(t) or original(t)  # type: ignore[method-assign]
+    counter._counts.clear()  # only the identity memory can answer for the document
+    for i in range(3 * _tokens._RECENT):
+        prompt = Prompts().rag_prompt(f"Question {i}?", passages)
+        count_in_prompt(counter, prompt, *passages)  # RAG prompts: remembered too
+        long_prompt = Prompts().long_context_prompt(f"Question {i}?", document)
+        count_in_prompt(counter, long_prompt, document)
+        assert counter.count(document) == tokens
+    assert not any(len(t) >= len(document) // 2 for t in calls)  # never tokenised again
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bodies_between_safe_cuts_are_counted_exactly_as_units(seed: int) -> None:
+    # bodies glued to their neighbours by every kind of separator: line breaks (safe cuts),
+    # spaces after a full stop (safe), and joins that are not cuts (counted around)
+    rng = random.Random(seed)
+    counter = _fresh()
+    paragraphs = _paragraphs()
+    glues = ["\n\n", "\n", "\n\n\n", " ", ". ", "\n /", "\n\t", "", "x", "\n\nQ: ", "!\n"]
+    for _ in range(40):
+        bodies = rng.sample(paragraphs, rng.randint(1, 5))
+        bodies = [
+            b if rng.random() < 0.7 else rng.choice([" ", "/", "\n", "é"]) + b for b in bodies
+        ]
+        parts = [rng.choice(["", "Passage:\n", "Q. ", "x"])]
+        for body in bodies:
+            parts += [body, rng.choice(glues)]
+        prompt = "".join(parts)
+        for _ in range(2):  # counted, then from what is remembered
+            assert count_in_prompt(counter, prompt, *bodies) == _whole(counter, prompt)
+
+
+def test_a_passage_between_line_breaks_is_not_encoded_again() -> None:
+    counter = _fresh()
+    passages = _paragraphs()[:5]
+    encoded: list[int] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: encoded.append(len(t)) or original(t)  # type: ignore[method-assign]
+    prompts = [Prompts().rag_prompt(f"Question {i}?", passages) for i in range(10)]
+    count_in_prompt(counter, prompts[0], *passages)
+    encoded.clear()
+    for prompt in prompts[1:]:
+        assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
+    assert sum(encoded) < 100 * len(prompts[1:])  # the question's lines only
+
+
+def test_a_short_text_is_encoded_once_per_content() -> None:
+    counter = _fresh()
+    encoded: list[str] = []
+    original = counter._encode_len
+    counter._encode_len = lambda t: encoded.append(t) or original(t)  # type: ignore[method-assign]
+    line = "\n\nQuestion: who built the lighthouse at Grey Point?\nAnswer:"
+    counts = {counter.count((" " + line)[1:]) for _ in range(5)}  # equal texts, new objects
+    assert counts == {_whole(counter, line)} and encoded == [line]
+    assert default_token_counter() is default_token_counter()

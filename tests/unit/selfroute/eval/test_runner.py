@@ -309,3 +309,51 @@ def test_a_decline_detector_scores_every_method_s_declines() -> None:
         assert all(r.abstained for r in _records(heard, method).values()), method
     route = next(iter(_records(heard, "self_route").values()))
     assert [c.stage.value for c in route.calls] == ["rag", "long_context"]  # it escalated
+
+
+def test_self_route_s_long_context_request_carries_the_document_itself() -> None:
+    # not a copy sliced from the prompt: what is remembered by identity (its token count, its
+    # digest) applies to it, so a long document is not hashed again on every fallback
+    reader = ScriptedReader()
+    evaluate(ITEMS, reader=reader, ks=[1], methods=["self_route"], config=CFG, cache=False)
+    lc = [r for r in reader.requests if r.stage.value == "long_context"]
+    assert lc and all(r.context is r.item.document for r in lc)
+    assert all(r.context in r.prompt for r in lc)
+
+
+def test_a_baseline_answer_is_parsed_once_per_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    from selfroute.eval import _runner
+
+    parsed: list[tuple[str, str]] = []
+    original = _runner.parse_verdict
+
+    def spy(text: str, **kw: object) -> object:
+        parsed.append((text, str(kw.get("question"))))
+        return original(text, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_runner, "parse_verdict", spy)
+    summary = evaluate(
+        ITEMS, reader=OracleReader(), ks=[1], methods=["lc", "rag"], config=CFG, cache=False
+    )
+    # LC and RAG answer "in-chunk" alike: its answer is read once; every record still says it
+    assert len(parsed) == len(set(parsed)) < 2 * len(ITEMS)
+    lc, rag = _records(summary, "lc"), _records(summary, "rag")
+    assert lc["in-chunk"].abstained is rag["in-chunk"].abstained is False
+    assert rag["impossible"].abstained is True
+
+
+def test_self_route_configs_are_built_once_per_k(monkeypatch: pytest.MonkeyPatch) -> None:
+    from selfroute.eval import _runner
+
+    built: list[int] = []
+    original = _runner.replace
+
+    def spy(config: RouteConfig, **kw: object) -> RouteConfig:
+        built.append(1)
+        return original(config, **kw)
+
+    monkeypatch.setattr(_runner, "replace", spy)
+    evaluate(
+        ITEMS, reader=OracleReader(), ks=[1, 2], methods=["self_route"], config=CFG, cache=False
+    )
+    assert len(built) <= 2 * 2  # checked once per k, then one config per k: not per item
