@@ -187,7 +187,7 @@ def embed_documents(
         return []
     try:
         return _as_lists(function(list(texts)))
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc
@@ -207,7 +207,7 @@ def embed_rows(function: Any, choice: EmbeddingChoice, texts: Sequence[str]) -> 
         if len(vectors) != len(texts):
             raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
         return vectors
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc
@@ -219,7 +219,7 @@ def embed_query(function: Any, choice: EmbeddingChoice, text: str) -> list[float
         query = getattr(function, "embed_query", None)
         vectors = query([text]) if query is not None else function([text])
         return _as_lists(vectors)[0]
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc

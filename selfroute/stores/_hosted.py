@@ -4,10 +4,13 @@
 server: TEI, vLLM, Ollama) or ``--embedding google`` (Gemini ``batchEmbedContents``) spends its
 time waiting on the provider. :class:`HostedEmbedder` keeps up to ``concurrency`` requests in
 flight (``--embedding-concurrency``, :data:`DEFAULT_EMBEDDING_CONCURRENCY`), each one sized by
-tokens within the provider's limits (:class:`ProviderLimits`; counted with the bundled
-``o200k_base`` tokenizer, with a safety margin since OpenAI's embedding models count with
-``cl100k_base``), and returns the vectors in input order. An input longer than the provider
-takes is cut to its limit (counted in :attr:`EmbedStats.truncated`).
+tokens within the provider's limits (:class:`ProviderLimits`), and returns the vectors in input
+order. Sizes are bounded without tokenizing (:func:`token_bound`: a text has at most as many
+tokens as UTF-8 bytes, for the provider's tokenizer too, which the bundled ``o200k_base`` is
+not); only a text whose bound passes the per-input limit is counted with the bundled
+``o200k_base`` tokenizer, and cut to the limit (with a safety margin) if it is over
+(:attr:`EmbedStats.truncated`). Counting every chunk cost about as much CPU as the rest of the
+embedding work.
 
 A request refused with HTTP 429 or 408, or failing with a 5xx or a connection error, is retried
 up to ``max_attempts`` times in all: after the delay the server asked for (``Retry-After`` in
@@ -44,6 +47,7 @@ from selfroute.stores._errors import EmbeddingUnavailableError
 __all__ = [
     "DEFAULT_EMBEDDING_CONCURRENCY",
     "GEMINI_LIMITS",
+    "HOSTED_KINDS",
     "OPENAI_LIMITS",
     "EmbedStats",
     "HostedEmbedder",
@@ -52,8 +56,11 @@ __all__ = [
     "hosted_embedder",
     "plan_requests",
     "retry_delay",
+    "token_bound",
 ]
 
+#: The embedding kinds served by a hosted API.
+HOSTED_KINDS = ("openai", "google")
 #: Embedding requests in flight at once by default (``--embedding-concurrency``).
 DEFAULT_EMBEDDING_CONCURRENCY = 8
 #: Attempts per request (the first one and the retries).
@@ -65,8 +72,8 @@ _RETRYABLE = frozenset({408, 409, 429})
 #: Requests are cut to this share of the provider's token limits: o200k_base counts are close
 #: to, not equal to, the provider's own.
 _MARGIN = 0.9
-#: A request is not split below this many tokens to spread the work over more requests.
-_MIN_SPREAD_TOKENS = 8192
+#: A request is not split below this many tokens (bytes, as bounded) to spread the work.
+_MIN_SPREAD_TOKENS = 16384
 
 _OPENAI_URL = "https://api.openai.com/v1"
 _GEMINI_URL = "https://generativelanguage.googleapis.com"
@@ -94,12 +101,20 @@ OPENAI_LIMITS = ProviderLimits(2048, 300_000, 8191)
 GEMINI_LIMITS = ProviderLimits(100, None, 2048)
 
 
+def token_bound(text: str) -> int:
+    """At most this many tokens: ``text``'s UTF-8 bytes (a byte-level BPE token -- OpenAI's
+    ``cl100k_base``, the bundled ``o200k_base`` -- or a SentencePiece piece covers at least one
+    byte), computed without tokenizing."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def plan_requests(
     counts: Sequence[int], limits: ProviderLimits, *, spread: int = 1
 ) -> list[tuple[int, int]]:
-    """Cut texts with these token ``counts`` into requests: contiguous ``(start, end)`` slices in
-    order, each within ``limits`` (with a safety margin), and -- when there is enough work --
-    about ``spread`` of them of even size, so that ``spread`` requests in flight share it.
+    """Cut texts with these token ``counts`` (or upper bounds of them) into requests: contiguous
+    ``(start, end)`` slices in order, each within ``limits`` (with a safety margin), and -- when
+    there is enough work -- about ``spread`` of them of even size, so that ``spread`` requests in
+    flight share it.
 
     A text counted over ``max_input_tokens`` counts as that many (it is cut before sending).
     """
@@ -161,7 +176,8 @@ class EmbedStats:
 
     Attributes:
         inputs: Texts embedded.
-        tokens: Their tokens (``o200k_base`` counts).
+        tokens: Their tokens as the provider reported them (OpenAI's ``usage``), else
+            estimated (UTF-8 bytes / 4).
         requests: Requests answered with vectors.
         retries: Attempts repeated after a 429, 408, 5xx or connection error.
         truncated: Texts cut to the provider's input limit.
@@ -193,15 +209,15 @@ class EmbedStats:
 class PendingVectors:
     """The vectors of one :meth:`HostedEmbedder.submit`, in input order once all are back."""
 
-    def __init__(self, parts: list[Future[list[Any]]], count: int) -> None:
-        self._parts = parts
+    def __init__(self, plan: Future[list[Future[list[Any]]]], count: int) -> None:
+        self._plan = plan
         self._count = count
 
     def result(self) -> list[Any]:
         """Wait for every request; the first failure is raised (the others are cancelled)."""
         vectors: list[Any] = []
         try:
-            for part in self._parts:
+            for part in self._plan.result():
                 vectors.extend(part.result())
         except BaseException:
             self.cancel()
@@ -212,8 +228,9 @@ class PendingVectors:
 
     def cancel(self) -> None:
         """Cancel the requests not started yet."""
-        for part in self._parts:
-            part.cancel()
+        if not self._plan.cancel() and self._plan.done() and not self._plan.exception():
+            for part in self._plan.result():
+                part.cancel()
 
 
 @dataclass(frozen=True)
@@ -305,6 +322,7 @@ class HostedEmbedder:
         timeout_s: Seconds per attempt.
         counter: Token counter (default: the bundled ``o200k_base``).
         transport: An ``httpx`` transport (tests).
+        step: The step its errors name (``indexing``; ``embedding`` for a query).
 
     Raises:
         ConfigurationError: ``concurrency`` or ``max_attempts`` below 1, or another kind.
@@ -322,13 +340,14 @@ class HostedEmbedder:
         timeout_s: float = 120.0,
         counter: TokenCounter | None = None,
         transport: Any = None,
+        step: str = "indexing",
     ) -> None:
         from selfroute._errors import ConfigurationError
 
         for name, value in (("concurrency", concurrency), ("max_attempts", max_attempts)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"embedding {name} must be an integer >= 1, got {value!r}")
-        if choice.kind not in ("openai", "google"):
+        if choice.kind not in HOSTED_KINDS:
             raise ConfigurationError(f"{choice.spec} is not a hosted embedding")
         try:
             import httpx
@@ -339,13 +358,16 @@ class HostedEmbedder:
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self.step = step
         maker = _openai_protocol if choice.kind == "openai" else _gemini_protocol
         self._protocol = maker(choice)
-        self._counter = counter or default_token_counter()
+        self._given_counter = counter
         self._base64 = True
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         self._http = httpx.Client(timeout=timeout_s, limits=limits, transport=transport)
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="selfroute-embed")
+        # counts tokens (tiktoken lets go of the GIL) and sends the requests, in submit order
+        self._planner = ThreadPoolExecutor(1, thread_name_prefix="selfroute-embed-plan")
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._active = 0
@@ -383,45 +405,58 @@ class HostedEmbedder:
         """Stop the workers (``cancel``: drop the requests not started, end the retry waits)."""
         if cancel:
             self._stop.set()
+        self._planner.shutdown(wait=True, cancel_futures=cancel)
         self._pool.shutdown(wait=True, cancel_futures=cancel)
         self._http.close()
 
     def submit(self, texts: Sequence[str]) -> PendingVectors:
-        """Send ``texts`` out now (token-sized requests, in order) and return their vectors'
-        :class:`PendingVectors`."""
+        """Send ``texts`` out (token-sized requests, in order, after those of earlier calls)
+        and return their vectors' :class:`PendingVectors` at once: tokens are counted and the
+        requests sent on a thread of the embedder's."""
+        return PendingVectors(self._planner.submit(self._send, list(texts)), len(texts))
+
+    @property
+    def _counter(self) -> TokenCounter:
+        """The token counter, loaded when a long text first needs it."""
+        if self._given_counter is None:
+            self._given_counter = default_token_counter()
+        return self._given_counter
+
+    def _send(self, texts: list[str]) -> list[Future[list[Any]]]:
         limits = self._protocol.limits
-        counter = self._counter
         cap = int(limits.max_input_tokens * _MARGIN)
         prepared: list[str] = []
-        counts: list[int] = []
+        sizes: list[int] = []
         cut = 0
         for text in texts:
-            tokens = counter.count(text) if text else 1
-            if tokens > cap:
-                text, tokens, cut = counter.head(text, cap), cap, cut + 1
-            prepared.append(text or " ")
-            counts.append(tokens)
+            text = text or " "
+            size = token_bound(text)
+            if size > cap:  # may be over the provider's limit: count it
+                size = self._counter.count(text)
+                if size > cap:
+                    text, size, cut = self._counter.head(text, cap), cap, cut + 1
+            prepared.append(text)
+            sizes.append(size)
         with self._lock:
             self._stats.truncated += cut
-        parts = [
-            self._pool.submit(self._embed, prepared[a:b], sum(counts[a:b]))
-            for a, b in plan_requests(counts, limits, spread=self.concurrency)
+        return [
+            self._pool.submit(self._embed, prepared[a:b], sum(sizes[a:b]))
+            for a, b in plan_requests(sizes, limits, spread=self.concurrency)
         ]
-        return PendingVectors(parts, len(prepared))
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
         """The vectors of ``texts``, in order (see :meth:`submit`)."""
         return self.submit(texts).result() if texts else []
 
-    def _embed(self, texts: list[str], tokens: int) -> list[Any]:
+    def _embed(self, texts: list[str], bound: int) -> list[Any]:
         self._enter()
         try:
-            vectors = self._with_retries(texts)
+            vectors, tokens = self._with_retries(texts)
         finally:
             self._leave()
         with self._lock:
             self._stats.inputs += len(texts)
-            self._stats.tokens += tokens
+            self._stats.tokens += tokens if tokens is not None else -(-bound // 4)
             self._stats.requests += 1
         return vectors
 
@@ -437,7 +472,7 @@ class HostedEmbedder:
             if self._active == 0:
                 self._stats.seconds += time.perf_counter() - self._busy_since
 
-    def _with_retries(self, texts: list[str]) -> list[Any]:
+    def _with_retries(self, texts: list[str]) -> tuple[list[Any], int | None]:
         last = ""
         for attempt in range(self.max_attempts):
             if self._stop.is_set():
@@ -460,13 +495,13 @@ class HostedEmbedder:
     def _error(self, n: int, detail: str, attempts: int, *, final: bool) -> Exception:
         tries = f" after {attempts} attempts" if final else ""
         return EmbeddingUnavailableError(
-            f"indexing: embedding {n} chunks with {self.choice.spec} at {self._protocol.url} "
+            f"{self.step}: embedding {n} texts with {self.choice.spec} at {self._protocol.url} "
             f"failed{tries}: {detail}; check the key, the model and the server, lower "
             "--embedding-concurrency if the provider rate-limits, or use --embedding offline",
             embedding=self.choice.spec,
         )
 
-    def _attempt(self, texts: list[str]) -> list[Any]:
+    def _attempt(self, texts: list[str]) -> tuple[list[Any], int | None]:
         import httpx
 
         protocol = self._protocol
@@ -487,7 +522,10 @@ class HostedEmbedder:
             retryable = status in _RETRYABLE or status >= 500
             raise _Failure(message, retryable=retryable, headers=response.headers)
         try:
-            vectors = protocol.vectors(response.json())
+            reply = response.json()
+            vectors = protocol.vectors(reply)
+            usage = reply.get("usage") if isinstance(reply, dict) else None
+            tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         except (ValueError, KeyError, TypeError) as exc:
             detail = _clean(f"unreadable reply ({type(exc).__name__}: {exc})", protocol.headers)
             raise _Failure(detail, retryable=False, headers={}) from None
@@ -495,7 +533,7 @@ class HostedEmbedder:
             raise _Failure(
                 f"{len(vectors)} vectors for {len(texts)} texts", retryable=False, headers={}
             )
-        return vectors
+        return vectors, tokens if isinstance(tokens, int) else None
 
 
 def _clean(text: str, headers: Mapping[str, str]) -> str:
@@ -507,6 +545,6 @@ def hosted_embedder(
     choice: EmbeddingChoice, concurrency: int = DEFAULT_EMBEDDING_CONCURRENCY
 ) -> HostedEmbedder | None:
     """A :class:`HostedEmbedder` for an ``openai`` or ``google`` choice, else ``None``."""
-    if choice.kind not in ("openai", "google"):
+    if choice.kind not in HOSTED_KINDS:
         return None
     return HostedEmbedder(choice, concurrency=concurrency)

@@ -45,7 +45,7 @@ from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
 from selfroute.stores._embedding import EmbeddingChoice, embed_rows
 from selfroute.stores._errors import DocumentReadError
-from selfroute.stores._hosted import HostedEmbedder
+from selfroute.stores._hosted import HOSTED_KINDS, HostedEmbedder
 from selfroute.stores._journal import Journal
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import LoadedDocument, read_document
@@ -61,6 +61,9 @@ _EMBED_BATCH = 128
 _MAX_BATCH_DOCS = 4096
 _MAX_BATCH_CHUNKS = 5000
 _MAX_BATCH_BYTES = 32 * 1024 * 1024
+#: With a hosted embedding, at most this many chunks per write batch: a batch's embeddings are
+#: in flight while the one before is written, so smaller batches overlap more.
+_MAX_HOSTED_BATCH_CHUNKS = 512
 #: Test hook: print a marker after each file's chunks are written and after each commit, and sleep
 #: (``SECONDS``) or stop there (``EVENT#N``), so tests can kill ``index`` at a known point.
 _SLOW_ENV = "SELFROUTE_TEST_SLOW_INDEX"
@@ -189,12 +192,8 @@ class _Batch:
     #: When the batch's records were made (one clock read per batch, not per file).
     indexed_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat())
 
-    def full(self, docs: int) -> bool:
-        return (
-            len(self.new) >= docs
-            or self.chunks >= _MAX_BATCH_CHUNKS
-            or self.size >= _MAX_BATCH_BYTES
-        )
+    def full(self, docs: int, max_chunks: int = _MAX_BATCH_CHUNKS) -> bool:
+        return len(self.new) >= docs or self.chunks >= max_chunks or self.size >= _MAX_BATCH_BYTES
 
     def __bool__(self) -> bool:
         return bool(self.new or self.updates or self.detach)
@@ -223,6 +222,7 @@ class _Run:
         self.batch_docs = 1
         self.embedder: HostedEmbedder | None = None
         self.embedder_made = False
+        self.max_chunks = _MAX_BATCH_CHUNKS
         self.stack = contextlib.ExitStack()
 
     def set_file(self, doc_id: str, path: str, entry: dict[str, Any] | None) -> None:
@@ -313,6 +313,8 @@ class Indexer:
             if progress is not None:
                 progress("files", {"total": len(found)})
             run = _Run(self._reader.document_records(), report)
+            if self._embedder is not None and conn.embedding.kind in HOSTED_KINDS:
+                run.max_chunks = _MAX_HOSTED_BATCH_CHUNKS
             # the embedder is left first: on an error its queued requests are dropped before
             # the writer waits for the batch in flight
             with BatchWriter(conn, journal, self._hook) as writer, contextlib.ExitStack() as stack:
@@ -321,7 +323,7 @@ class Indexer:
                     status = self._plan_file(item.path, run, max_file_bytes, item.within)
                     if status != "skipped":
                         run.seen.add(str(item.path))
-                    if run.batch.full(run.batch_docs):
+                    if run.batch.full(run.batch_docs, run.max_chunks):
                         self._flush(run, writer, journal, progress)
                     if progress is not None:
                         progress("file", {"path": str(item.path), "status": status})

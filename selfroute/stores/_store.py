@@ -40,7 +40,13 @@ from selfroute.stores._connection import (
 from selfroute.stores._embedding import EmbeddingChoice, create_embedding_function
 from selfroute.stores._errors import CollectionNotFoundError
 from selfroute.stores._health import guarded
-from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY, HostedEmbedder, hosted_embedder
+from selfroute.stores._hosted import (
+    DEFAULT_EMBEDDING_CONCURRENCY,
+    HOSTED_KINDS,
+    HostedEmbedder,
+    hosted_embedder,
+)
+from selfroute.stores._hosted_chroma import hosted_chroma_function
 from selfroute.stores._indexing import Indexer, IndexReport, ProgressFn, slow_hook
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import DEFAULT_MAX_FILE_BYTES
@@ -65,6 +71,8 @@ def _write_event(event: str, path: object) -> None:
 
 
 def _make_embedding_function(choice: EmbeddingChoice) -> Any:
+    if choice.kind in HOSTED_KINDS:  # Chroma's class, selfroute's client (no SDK import)
+        return hosted_chroma_function(choice)
     return create_embedding_function(choice)
 
 
