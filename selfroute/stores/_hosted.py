@@ -30,6 +30,7 @@ import base64
 import email.utils
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -121,7 +122,7 @@ def plan_requests(
     cap_input = int(limits.max_input_tokens * _MARGIN)
     sizes = [min(max(c, 1), cap_input) for c in counts]
     cap = limits.max_request_tokens
-    request_cap = int(cap * _MARGIN) if cap is not None else limits.max_inputs * cap_input
+    request_cap = int(cap * _MARGIN) if cap is not None else sys.maxsize
     total = sum(sizes)
     target = max(_MIN_SPREAD_TOKENS, -(-total // max(1, spread)))
     budget = min(request_cap, target)

@@ -71,6 +71,7 @@ class _Fault:
     status: int
     retry_after: str | None
     left: int
+    message: str | None = None
 
 
 @dataclass
@@ -117,10 +118,18 @@ class EmbeddingEndpoint:
             self.max_concurrent, self._slots = max_concurrent, None
         return self
 
-    def fail_next(self, count: int = 1, *, status: int = 429, retry_after: str | None = "1") -> None:
-        """Answer the next ``count`` requests with ``status`` (and ``Retry-After``, if given)."""
+    def fail_next(
+        self,
+        count: int = 1,
+        *,
+        status: int = 429,
+        retry_after: str | None = "1",
+        message: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` requests with ``status`` (and ``Retry-After``, if given;
+        ``message``: the error's text)."""
         with self._lock:
-            self._faults.append(_Fault(status, retry_after, count))
+            self._faults.append(_Fault(status, retry_after, count, message))
 
     def reset(self) -> None:
         """Forget the recorded requests and pending faults."""
@@ -171,7 +180,9 @@ class EmbeddingEndpoint:
             if fault is not None:
                 call.status, call.retry_after = fault.status, fault.retry_after
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
-                message = "rate limit reached" if fault.status == 429 else "server error"
+                message = fault.message or (
+                    "rate limit reached" if fault.status == 429 else "server error"
+                )
                 call.answered = time.monotonic()
                 _send(handler, fault.status, error(fault.status, message), headers)
                 return
