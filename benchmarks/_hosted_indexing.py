@@ -124,7 +124,8 @@ def _llamaindex(folder: Path, store: Path, url: str) -> int:
         transformations=[splitter],
         use_async=True,
     )
-    return len(index.index_struct.nodes_dict)
+    del index
+    return int(collection.count())
 
 
 def hosted_worker(impl: str, folder: str, url: str, concurrency: int) -> dict[str, Any]:

@@ -227,6 +227,20 @@ class PendingVectors:
             raise EmbeddingUnavailableError(f"{len(vectors)} vectors for {self._count} texts")
         return vectors
 
+    async def aresult(self) -> list[Any]:
+        """:meth:`result` without blocking the event loop (awaits the requests' futures)."""
+        import asyncio
+
+        vectors: list[Any] = []
+        try:
+            parts = await asyncio.wrap_future(self._plan)
+            for chunk in await asyncio.gather(*(asyncio.wrap_future(p) for p in parts)):
+                vectors.extend(chunk)
+        except BaseException:
+            self.cancel()
+            raise
+        return vectors
+
     def cancel(self) -> None:
         """Cancel the requests not started yet."""
         if not self._plan.cancel() and self._plan.done() and not self._plan.exception():
