@@ -418,10 +418,15 @@ class HostedEmbedder:
 
     def close(self, *, cancel: bool = False) -> None:
         """Stop the workers (``cancel``: drop the requests not started, end the retry waits)."""
-        if cancel:
+        if cancel:  # requests in flight fail at once (their connections close), none retries
             self._stop.set()
-        self._planner.shutdown(wait=True, cancel_futures=cancel)
-        self._pool.shutdown(wait=True, cancel_futures=cancel)
+            self._planner.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._http.close()
+            self._pool.shutdown(wait=True)
+            return
+        self._planner.shutdown(wait=True)
+        self._pool.shutdown(wait=True)
         self._http.close()
 
     def submit(self, texts: Sequence[str]) -> PendingVectors:

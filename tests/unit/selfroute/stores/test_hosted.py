@@ -275,3 +275,14 @@ def test_gemini_batches_hold_at_most_100_texts(
     assert max(len(c.texts) for c in calls) == 100  # the check call is the "+ 1"
     assert all(c.path.endswith("/models/gemini-embedding-001:batchEmbedContents") for c in calls)
     assert srv.embeddings.max_in_flight == 1
+
+
+def test_closing_on_an_error_drops_the_waiting_requests(server: ScriptedOpenAIServer) -> None:
+    server.embeddings.configure(base_s=0.3)
+    emb = _embedder(server, concurrency=1)
+    pending = [emb.submit([f"text {i}"]) for i in range(20)]
+    time.sleep(0.1)  # the first request is in flight
+    emb.close(cancel=True)
+    assert len(server.embeddings.calls) <= 2  # the 18 or more still queued never went out
+    with pytest.raises(BaseException):  # noqa: B017 - cancelled or failed, never served
+        pending[-1].result()
