@@ -11,6 +11,10 @@ Each (implementation, size) runs in a fresh subprocess so that timings and peak 
 process's ``ru_maxrss``, reported as growth over the RSS before indexing started) are not polluted
 by earlier runs. The corpus is real text (LaRA novellas and papers, SQuAD articles; the vendored
 fixture texts when ``../shared/data`` is absent) repeated with distinct document ids up to the size.
+
+A last row indexes through a hosted embedding API (a loopback ``/v1/embeddings`` server with a
+provider's latency): ours versus LangChain and LlamaIndex in the same run
+(:mod:`benchmarks._hosted_indexing`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from benchmarks._common import (
     source_texts,
     spawn_worker,
 )
+from benchmarks._hosted_indexing import hosted_rows, hosted_worker
 
 __all__ = ["corpus", "run", "worker"]
 
@@ -230,6 +235,10 @@ def run(ctx: BenchContext) -> BenchResult:
     )
     result.rows.append(html_reader_row(ctx))
     result.rows.extend(identical_files_rows(ctx))
+    rows, extra = hosted_rows(ctx)
+    result.rows.extend(rows)
+    for text in extra:
+        (result.details if text.startswith("|") else result.notes).append(text)
     return result
 
 
@@ -326,4 +335,8 @@ def html_reader_row(ctx: BenchContext) -> Row:
 
 
 if __name__ == "__main__":
-    print(json.dumps(worker(sys.argv[1], int(sys.argv[2]), sys.argv[3])))
+    if sys.argv[1].startswith("hosted-"):
+        impl = sys.argv[1].removeprefix("hosted-")
+        print(json.dumps(hosted_worker(impl, sys.argv[2], sys.argv[3], int(sys.argv[4]))))
+    else:
+        print(json.dumps(worker(sys.argv[1], int(sys.argv[2]), sys.argv[3])))

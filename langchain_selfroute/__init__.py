@@ -26,7 +26,7 @@ from langchain_selfroute._chroma import (
     chunk_documents,
     index_documents,
 )
-from langchain_selfroute._embeddings import HashingEmbeddings
+from langchain_selfroute._embeddings import HashingEmbeddings, HostedEmbeddings
 from langchain_selfroute._extractive import ExtractiveChatModel
 from langchain_selfroute._handlers import (
     TAG_LONG_CONTEXT,
@@ -64,6 +64,7 @@ __all__ = [
     "ChromaParentLoader",
     "ExtractiveChatModel",
     "HashingEmbeddings",
+    "HostedEmbeddings",
     "LangChainHandler",
     "LongContextPlan",
     "LongContextSource",

@@ -20,7 +20,7 @@ try:  # the framework is an optional extra: name it when it is missing
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
     raise _MissingDependencyError("llama-index-core", "llamaindex") from _exc
 
-from llamaindex_selfroute._embeddings import HashingEmbedding
+from llamaindex_selfroute._embeddings import HashingEmbedding, HostedEmbedding
 from llamaindex_selfroute._engine import (
     RESULT_KEY,
     RESULT_OBJECT_KEY,
@@ -52,6 +52,7 @@ __all__ = [
     "CallableContext",
     "FixedContext",
     "HashingEmbedding",
+    "HostedEmbedding",
     "LlamaIndexHandler",
     "LongContextSource",
     "ParentDocuments",

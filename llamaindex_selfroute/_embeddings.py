@@ -1,4 +1,5 @@
-"""LlamaIndex `BaseEmbedding` backed by selfroute's offline `HashingEmbedding`."""
+"""LlamaIndex `BaseEmbedding`s: selfroute's offline `HashingEmbedding`, and hosted APIs through
+selfroute's concurrent client (`HostedEmbedding`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pydantic import Field, PrivateAttr
 
 from selfroute._embeddings import CHROMA_EMBEDDING_NAME, DEFAULT_EMBEDDING_DIM
 from selfroute._embeddings import HashingEmbedding as _HashingEmbedding
+from selfroute.stores._embedding import EmbeddingChoice
+from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY, HostedEmbedder
 
-__all__ = ["HashingEmbedding"]
+__all__ = ["HashingEmbedding", "HostedEmbedding"]
 
 
 class HashingEmbedding(BaseEmbedding):
@@ -65,3 +68,65 @@ class HashingEmbedding(BaseEmbedding):
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         return self._impl.embed_documents(texts)
+
+
+class HostedEmbedding(BaseEmbedding):
+    """LlamaIndex embedding through a hosted API with selfroute's concurrent client.
+
+    The same client ``selfroute index`` uses: a batch goes out as token-sized requests within
+    the provider's limits, up to ``concurrency`` at once, retried after a 429 (honouring
+    ``Retry-After``) or a 5xx, with the vectors in order. LlamaIndex hands it batches of
+    ``embed_batch_size`` texts (2048 by default, so one batch fills the requests in flight):
+    :func:`~llamaindex_selfroute.build_index` and ``VectorStoreIndex`` index through it
+    concurrently, and the async methods await the requests without blocking the event loop.
+
+    Args:
+        embedding: ``openai[:MODEL]`` (OpenAI or any OpenAI-compatible server, with
+            ``base_url``) or ``google[:MODEL]`` (Gemini).
+        base_url: OpenAI-compatible server (``http://host:port/v1``).
+        concurrency: Requests in flight at once (>= 1).
+    """
+
+    embedding: str = Field(default="openai:text-embedding-3-small", description="KIND[:MODEL].")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible server.")
+    concurrency: int = Field(default=DEFAULT_EMBEDDING_CONCURRENCY, ge=1)
+    _impl: HostedEmbedder = PrivateAttr()
+
+    def __init__(
+        self,
+        embedding: str = "openai:text-embedding-3-small",
+        *,
+        base_url: str | None = None,
+        concurrency: int = DEFAULT_EMBEDDING_CONCURRENCY,
+        **kwargs: Any,
+    ) -> None:
+        choice = EmbeddingChoice.parse(embedding, base_url=base_url)
+        kwargs.setdefault("model_name", choice.spec)
+        kwargs.setdefault("embed_batch_size", 2048)
+        kwargs.update(embedding=embedding, base_url=base_url, concurrency=concurrency)
+        super().__init__(**kwargs)
+        self._impl = HostedEmbedder(choice, concurrency=concurrency, step="embedding")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SelfRouteHostedEmbedding"
+
+    def _get_query_embedding(self, query: str) -> Embedding:
+        return list(self._impl.embed([query])[0].tolist())
+
+    async def _aget_query_embedding(self, query: str) -> Embedding:
+        return list((await self._impl.submit([query]).aresult())[0].tolist())
+
+    def _get_text_embedding(self, text: str) -> Embedding:
+        return self._get_query_embedding(text)
+
+    async def _aget_text_embedding(self, text: str) -> Embedding:
+        return await self._aget_query_embedding(text)
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        return [v.tolist() for v in self._impl.embed(texts)]
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
+        if not texts:
+            return []
+        return [v.tolist() for v in await self._impl.submit(texts).aresult()]

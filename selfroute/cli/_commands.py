@@ -50,6 +50,7 @@ from selfroute.cli._output import (
 )
 from selfroute.cli._route import CliRoute, document_source, store_source
 from selfroute.stores._embedding import EmbeddingChoice
+from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY
 from selfroute.stores._store import DocumentStore
 
 __all__ = [
@@ -92,6 +93,7 @@ def _embedding(settings: Settings) -> EmbeddingChoice | None:
 def _store(
     settings: Settings, *, chunk_words: int | None = None, fast_reads: bool = False
 ) -> DocumentStore:
+    concurrency = getattr(settings, "embedding_concurrency", None)
     return DocumentStore(
         settings.store,
         settings.collection,
@@ -100,6 +102,7 @@ def _store(
         chunk_words=chunk_words,
         embedding_base_url=getattr(settings, "embedding_base_url", None),
         fast_reads=fast_reads,
+        embedding_concurrency=concurrency or DEFAULT_EMBEDDING_CONCURRENCY,
     )
 
 

@@ -40,6 +40,7 @@ from selfroute._settings import (
 from selfroute._settings import (
     parse_text as _text,
 )
+from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,6 +86,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("chroma_url", "--chroma-url", _text, None, "use a Chroma server (chromadb.HttpClient) instead of the embedded store", _STORE, metavar="URL", default_doc="embedded store"),
     Setting("embedding", "--embedding", _text, None, "embedding: default (Chroma's all-MiniLM-L6-v2), offline (hashing, no network), openai, google; KIND:MODEL picks a model", ("index", "ask", "chat", *_SERVED), metavar="KIND", default_doc="as recorded; `default` for a new collection"),
     Setting("embedding_base_url", "--embedding-base-url", _text, None, "OpenAI-compatible server for --embedding openai", ("index", "ask", "chat", *_SERVED), metavar="URL", default_doc="OpenAI"),
+    Setting("embedding_concurrency", "--embedding-concurrency", _positive_int, DEFAULT_EMBEDDING_CONCURRENCY, "embedding requests in flight at once when indexing with a hosted embedding (openai, google); lower it if the provider rate-limits", ("index",), metavar="N"),
     Setting("chunk_words", "--chunk-words", _positive_int, None, "words per chunk of a new collection", ("index",), metavar="N", default_doc="`300` (as recorded for an existing one)"),
     Setting("follow_symlinks", "--follow-symlinks", _bool, False, "follow symbolic links that point outside the folders given", ("index",), boolean=True),
     Setting("max_file_mb", "--max-file-mb", _positive_float, 100.0, "skip files larger than this many megabytes", ("index",), metavar="MB"),

@@ -344,6 +344,20 @@ def format_sources(sources: tuple[Passage, ...] | list[Passage]) -> str:
     return "\n".join(lines)
 
 
+def format_embedding(info: Mapping[str, Any]) -> str:
+    """The line on what a hosted embedding did (``IndexReport.embedding``)."""
+    text = (
+        f"embedded {info['inputs']:,} chunks ({info['tokens']:,} tokens) in "
+        f"{info['requests']:,} requests, {info['seconds']:.1f} s: "
+        f"{info['chunks_per_s']:,.0f} chunks/s, {info['tokens_per_s']:,.0f} tokens/s"
+    )
+    if info.get("retries"):
+        text += f"; {info['retries']:,} retried (rate limit or server error)"
+    if info.get("truncated"):
+        text += f"; {info['truncated']:,} cut to the provider's input limit"
+    return text
+
+
 def format_index_report(report: IndexReport, stats: StoreStats | None) -> str:
     """The summary ``selfroute index`` prints."""
     lines = [
@@ -357,6 +371,8 @@ def format_index_report(report: IndexReport, stats: StoreStats | None) -> str:
         lines.append(
             f"wrote {report.chunks:,} chunks ({report.words:,} words, {rate:,.0f} chunks/s)"
         )
+    if report.embedding:
+        lines.append(format_embedding(report.embedding))
     if report.orphan_chunks_removed:
         lines.append(
             f"cleaned up {report.orphan_chunks_removed:,} chunks left by an interrupted run"
@@ -455,6 +471,7 @@ class Progress:
         self._bar: Any = None
         self._counters: dict[str, Any] = {}
         self._chunks = 0
+        self._embedding: Mapping[str, Any] | None = None
         self._started = time.perf_counter()
 
     def _tqdm(self, **kwargs: Any) -> Any:
@@ -490,6 +507,9 @@ class Progress:
         elif event == "chunks":
             self._chunks += int(info["count"])
             self._postfix()
+        elif event == "embedding":
+            self._embedding = dict(info)
+            self._postfix()
         elif event == "file":
             self._bar.update(1)
             self._postfix()
@@ -507,9 +527,14 @@ class Progress:
         elapsed = max(time.perf_counter() - self._started, 1e-9)
         # refresh=False: tqdm redraws at most every 0.1 s (a redraw per file cost a 10^6-file
         # run a formatted line per file)
-        self._bar.set_postfix_str(
-            f"{self._chunks:,} chunks, {self._chunks / elapsed:,.1f} chunks/s", refresh=False
-        )
+        text = f"{self._chunks:,} chunks, {self._chunks / elapsed:,.1f} chunks/s"
+        info = self._embedding
+        if info is not None:  # a hosted embedding: its own throughput
+            text += (
+                f", embedding {info['chunks_per_s']:,.0f} chunks/s "
+                f"({info['tokens_per_s']:,.0f} tokens/s)"
+            )
+        self._bar.set_postfix_str(text, refresh=False)
 
     def close(self) -> None:
         """Remove the bars and the status line."""

@@ -31,6 +31,7 @@ __all__ = [
     "embed_documents",
     "embed_query",
     "embed_rows",
+    "require_key",
 ]
 
 #: The embedding kinds the store understands.
@@ -90,7 +91,9 @@ class EmbeddingChoice:
         return cls(kind.strip().lower(), model.strip() or None, base_url)
 
 
-def _require_key(names: Sequence[str], what: str, alternative: str) -> str:
+def require_key(names: Sequence[str], what: str, alternative: str) -> str:
+    """The first of the environment variables ``names`` that is set, or
+    :class:`MissingCredentialsError` saying what needs it and the ``alternative``."""
     for name in names:
         value = os.environ.get(name)
         if value:
@@ -121,7 +124,7 @@ def create_embedding_function(choice: EmbeddingChoice) -> Any:
     if choice.kind == "openai":
         from_env = bool(os.environ.get("OPENAI_API_KEY"))
         if from_env or not choice.base_url:
-            _require_key(
+            require_key(
                 ["OPENAI_API_KEY"],
                 "--embedding openai",
                 "use --embedding offline (no key, no network)",
@@ -139,7 +142,7 @@ def create_embedding_function(choice: EmbeddingChoice) -> Any:
         except ValueError as exc:  # openai package missing
             raise MissingDependencyError("openai", "openai") from exc
     variable = "GOOGLE_API_KEY" if os.environ.get("GOOGLE_API_KEY") else "GEMINI_API_KEY"
-    _require_key(
+    require_key(
         ["GOOGLE_API_KEY", "GEMINI_API_KEY"],
         "--embedding google",
         "use --embedding offline (no key, no network)",
@@ -184,7 +187,7 @@ def embed_documents(
         return []
     try:
         return _as_lists(function(list(texts)))
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc
@@ -204,7 +207,7 @@ def embed_rows(function: Any, choice: EmbeddingChoice, texts: Sequence[str]) -> 
         if len(vectors) != len(texts):
             raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
         return vectors
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc
@@ -216,7 +219,7 @@ def embed_query(function: Any, choice: EmbeddingChoice, text: str) -> list[float
         query = getattr(function, "embed_query", None)
         vectors = query([text]) if query is not None else function([text])
         return _as_lists(vectors)[0]
-    except (KeyboardInterrupt, MissingDependencyError):
+    except (KeyboardInterrupt, MissingDependencyError, EmbeddingUnavailableError):
         raise
     except Exception as exc:
         raise _unavailable(choice, exc) from exc

@@ -18,10 +18,18 @@ left (chunks of documents that are still not committed) without scanning the col
 A planned batch is written by a :class:`~selfroute.stores._writes.BatchWriter` thread while the
 next batch is read, chunked and embedded; the writer keeps the serial order of the writes (one
 batch in flight), so the protocol above holds as written.
+
+With a hosted embedding (``openai``, ``google``) a batch's chunks go out to the provider as
+token-sized requests, up to ``embedding_concurrency`` at once
+(:class:`~selfroute.stores._hosted.HostedEmbedder`), as soon as the batch is planned: the
+indexer reads and chunks the next batch while they are in flight, and the writer waits for a
+batch's vectors before it writes any of it. The embeddings run ahead by at most one batch
+besides the one being written, and the writes stay in document and chunk order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import sys
@@ -35,8 +43,9 @@ from selfroute._chunking import Chunk, chunk_text
 from selfroute.stores._bm25 import TokenRows
 from selfroute.stores._connection import StoreConnection
 from selfroute.stores._discovery import Skipped, discover_files
-from selfroute.stores._embedding import embed_rows
+from selfroute.stores._embedding import EmbeddingChoice, embed_rows
 from selfroute.stores._errors import DocumentReadError
+from selfroute.stores._hosted import HOSTED_KINDS, HostedEmbedder
 from selfroute.stores._journal import Journal
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import LoadedDocument, read_document
@@ -44,7 +53,7 @@ from selfroute.stores._records import PAGE, StoreReader, file_entry, files_of, w
 from selfroute.stores._rows import TEXT_IN_CHUNK, pack_chunk, pack_record
 from selfroute.stores._writes import BatchWriter, PlannedWrite, of_docs
 
-__all__ = ["IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
+__all__ = ["EmbedderFactory", "IndexReport", "Indexer", "ProgressFn", "WriteHook", "slow_hook"]
 
 #: Chunks per embedding call (across documents).
 _EMBED_BATCH = 128
@@ -52,6 +61,9 @@ _EMBED_BATCH = 128
 _MAX_BATCH_DOCS = 4096
 _MAX_BATCH_CHUNKS = 5000
 _MAX_BATCH_BYTES = 32 * 1024 * 1024
+#: With a hosted embedding, at most this many chunks per write batch: a batch's embeddings are
+#: in flight while the one before is written, so smaller batches overlap more.
+_MAX_HOSTED_BATCH_CHUNKS = 512
 #: Test hook: print a marker after each file's chunks are written and after each commit, and sleep
 #: (``SECONDS``) or stop there (``EVENT#N``), so tests can kill ``index`` at a known point.
 _SLOW_ENV = "SELFROUTE_TEST_SLOW_INDEX"
@@ -59,6 +71,8 @@ _SLOW_ENV = "SELFROUTE_TEST_SLOW_INDEX"
 ProgressFn = Callable[[str, Mapping[str, Any]], None]
 #: Called at each write event (``chunks-written``, ``committed``) with the file's path.
 WriteHook = Callable[[str, object], None]
+#: Builds the concurrent embedder of a hosted embedding (``None`` for a local one).
+EmbedderFactory = Callable[[EmbeddingChoice], HostedEmbedder | None]
 
 _hook_counts: dict[str, int] = {}
 
@@ -96,6 +110,9 @@ class IndexReport:
         orphan_chunks_removed: Chunks left by an interrupted run and deleted.
         not_pruned: Paths given with ``prune=True`` that do not exist or cannot be read (an
             unmounted share, a moved folder): nothing under them was removed.
+        embedding: With a hosted embedding that embedded chunks, what it did
+            (:meth:`~selfroute.stores._hosted.EmbedStats.to_dict`: inputs, tokens, requests,
+            retries, truncated, seconds, chunks_per_s, tokens_per_s); else ``None``.
     """
 
     files: int = 0
@@ -110,6 +127,7 @@ class IndexReport:
     bm25_rebuilt: bool = False
     orphan_chunks_removed: int = 0
     not_pruned: list[str] = field(default_factory=list)
+    embedding: dict[str, Any] | None = None
     #: The committed records as the run left them (:meth:`DocumentStore.stats` ``after=``).
     committed_records: dict[str, dict[str, Any]] | None = field(
         default=None, repr=False, compare=False
@@ -140,6 +158,7 @@ class IndexReport:
             "bm25_rebuilt": self.bm25_rebuilt,
             "orphan_chunks_removed": self.orphan_chunks_removed,
             "not_pruned": list(self.not_pruned),
+            "embedding": dict(self.embedding) if self.embedding is not None else None,
         }
 
 
@@ -173,12 +192,8 @@ class _Batch:
     #: When the batch's records were made (one clock read per batch, not per file).
     indexed_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat())
 
-    def full(self, docs: int) -> bool:
-        return (
-            len(self.new) >= docs
-            or self.chunks >= _MAX_BATCH_CHUNKS
-            or self.size >= _MAX_BATCH_BYTES
-        )
+    def full(self, docs: int, max_chunks: int = _MAX_BATCH_CHUNKS) -> bool:
+        return len(self.new) >= docs or self.chunks >= max_chunks or self.size >= _MAX_BATCH_BYTES
 
     def __bool__(self) -> bool:
         return bool(self.new or self.updates or self.detach)
@@ -205,6 +220,10 @@ class _Run:
         self.tokens: TokenRows | None = None if records else TokenRows()
         self.batch = _Batch()
         self.batch_docs = 1
+        self.embedder: HostedEmbedder | None = None
+        self.embedder_made = False
+        self.max_chunks = _MAX_BATCH_CHUNKS
+        self.stack = contextlib.ExitStack()
 
     def set_file(self, doc_id: str, path: str, entry: dict[str, Any] | None) -> None:
         """Set (``None``: remove) ``path`` in a record's ``files`` map; the record is written
@@ -250,6 +269,8 @@ class Indexer:
         reader: Its reader.
         lexical: Its BM25 index (updated after a run that changed the store).
         hook: Called at each write event (tests kill or interrupt a run there).
+        embedder: Builds the concurrent embedder of a hosted embedding (``None``: every
+            embedding through the collection's embedding function, one call at a time).
     """
 
     def __init__(
@@ -258,11 +279,13 @@ class Indexer:
         reader: StoreReader,
         lexical: LexicalIndex,
         hook: WriteHook = slow_hook,
+        embedder: EmbedderFactory | None = None,
     ) -> None:
         self._conn = connection
         self._reader = reader
         self._lexical = lexical
         self._hook = hook
+        self._embedder = embedder
 
     def index(
         self,
@@ -290,23 +313,40 @@ class Indexer:
             if progress is not None:
                 progress("files", {"total": len(found)})
             run = _Run(self._reader.document_records(), report)
-            with BatchWriter(conn, journal, self._hook) as writer:
+            if self._embedder is not None and conn.embedding.kind in HOSTED_KINDS:
+                run.max_chunks = _MAX_HOSTED_BATCH_CHUNKS
+            # the embedder is left first: on an error its queued requests are dropped before
+            # the writer waits for the batch in flight
+            with BatchWriter(conn, journal, self._hook) as writer, contextlib.ExitStack() as stack:
+                run.stack = stack
                 for item in found:
                     status = self._plan_file(item.path, run, max_file_bytes, item.within)
                     if status != "skipped":
                         run.seen.add(str(item.path))
-                    if run.batch.full(run.batch_docs):
+                    if run.batch.full(run.batch_docs, run.max_chunks):
                         self._flush(run, writer, journal, progress)
                     if progress is not None:
                         progress("file", {"path": str(item.path), "status": status})
                 self._flush(run, writer, journal, progress)
-                _chunks_progress(progress, writer.wait())
+                _chunks_progress(progress, writer.wait(), run)
                 if prune:
                     writer.execute(self._prune(paths, run))
             self._finish(run, journal, prune, progress)
         report.committed_records = run.settled()
+        if run.embedder is not None and run.embedder.stats().inputs:
+            report.embedding = run.embedder.stats().to_dict()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _hosted(self, run: _Run) -> HostedEmbedder | None:
+        """The run's hosted embedder, made when its first chunks are planned (a run with
+        nothing new needs no key); closed with the run (``run.stack``)."""
+        if run.embedder is None and not run.embedder_made and self._embedder is not None:
+            run.embedder_made = True
+            run.embedder = self._embedder(self._conn.embedding)
+            if run.embedder is not None:
+                run.stack.enter_context(run.embedder)
+        return run.embedder
 
     def _prune(self, paths: Sequence[str | os.PathLike[str]], run: _Run) -> PlannedWrite:
         """The deletions of documents under ``paths`` whose files the run did not see."""
@@ -442,7 +482,7 @@ class Indexer:
             write.new_ids = list(batch.new)
             write.paths = [str(doc.path) for doc, _ in batch.new.values()]
             write.stale = [d for d in batch.new if d in journal.carried]
-            self._plan_chunks(batch, write)
+            self._plan_chunks(batch, write, self._hosted(run) if batch.chunks else None)
             run.written.update(zip(write.chunk_ids, write.chunk_texts, strict=True))
             write.record_texts = [_record_text(doc, pieces) for doc, pieces in batch.new.values()]
             write.record_metas = [pack_record(run.record(i)) for i in write.new_ids]
@@ -450,14 +490,16 @@ class Indexer:
         for doc_id, key in batch.detach:
             _detach(run, doc_id, key, write, touched)
         _pack_touched(run, write, touched)
-        _chunks_progress(progress, writer.submit(write))
+        _chunks_progress(progress, writer.submit(write), run)
         if run.tokens is not None:  # overlaps the write just started
             run.tokens.add(write.chunk_ids, write.chunk_texts)
 
-    def _plan_chunks(self, batch: _Batch, write: PlannedWrite) -> None:
-        """The chunks of a batch's new documents, embedded (many documents per call)."""
+    def _plan_chunks(
+        self, batch: _Batch, write: PlannedWrite, embedder: HostedEmbedder | None
+    ) -> None:
+        """The chunks of a batch's new documents, embedded (many documents per call; with a
+        hosted ``embedder``, sent out concurrently and collected by the writer)."""
         conn = self._conn
-        function = conn.embedding_function()
         for doc, pieces in batch.new.values():
             source = str(doc.path)
             for c in pieces:
@@ -474,14 +516,21 @@ class Indexer:
                 }
                 write.chunk_metas.append(pack_chunk(c.text, fields))
         texts = write.chunk_texts
+        if embedder is not None:
+            if texts:
+                write.pending_vectors = embedder.submit(texts)
+            return
+        function = conn.embedding_function()
         for start in range(0, len(texts), _EMBED_BATCH):
             part = texts[start : start + _EMBED_BATCH]
             write.chunk_vectors.extend(embed_rows(function, conn.embedding, part))
 
 
-def _chunks_progress(progress: ProgressFn | None, count: int) -> None:
+def _chunks_progress(progress: ProgressFn | None, count: int, run: _Run) -> None:
     if progress is not None and count:
         progress("chunks", {"count": count})
+        if run.embedder is not None:
+            progress("embedding", run.embedder.stats().to_dict())
 
 
 def _detach(run: _Run, doc_id: str, path: str, write: PlannedWrite, touched: set[str]) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
 from selfroute.stores._bm25 import BM25Index
@@ -39,6 +40,13 @@ from selfroute.stores._connection import (
 from selfroute.stores._embedding import EmbeddingChoice, create_embedding_function
 from selfroute.stores._errors import CollectionNotFoundError
 from selfroute.stores._health import guarded
+from selfroute.stores._hosted import (
+    DEFAULT_EMBEDDING_CONCURRENCY,
+    HOSTED_KINDS,
+    HostedEmbedder,
+    hosted_embedder,
+)
+from selfroute.stores._hosted_chroma import hosted_chroma_function
 from selfroute.stores._indexing import Indexer, IndexReport, ProgressFn, slow_hook
 from selfroute.stores._lexical import LexicalIndex
 from selfroute.stores._readers import DEFAULT_MAX_FILE_BYTES
@@ -63,7 +71,17 @@ def _write_event(event: str, path: object) -> None:
 
 
 def _make_embedding_function(choice: EmbeddingChoice) -> Any:
+    if choice.kind in HOSTED_KINDS:  # Chroma's class, selfroute's client (no SDK import)
+        return hosted_chroma_function(choice)
     return create_embedding_function(choice)
+
+
+def _check_concurrency(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(
+            f"embedding_concurrency must be an integer >= 1 (requests in flight), got {value!r}"
+        )
+    return value
 
 
 class DocumentStore:
@@ -87,6 +105,13 @@ class DocumentStore:
             write, through the ``chromadb`` client. ``SELFROUTE_FAST_READS=0`` turns it off
             (see :mod:`selfroute.stores._fastread`). The command line's ``ask`` and ``chat``
             set it.
+        embedding_concurrency: Requests in flight at once while :meth:`index` embeds through a
+            hosted embedding (``openai``, ``google``): each batch of chunks goes out as
+            token-sized requests within the provider's limits, retried after a 429 (honouring
+            ``Retry-After``) or a 5xx; the writes keep their order.
+
+    Raises:
+        ConfigurationError: ``embedding_concurrency`` is not an integer >= 1.
 
     Example:
         >>> store = DocumentStore(".selfroute", embedding="offline")  # doctest: +SKIP
@@ -104,7 +129,9 @@ class DocumentStore:
         embedding_base_url: str | None = None,
         client: Any = None,
         fast_reads: bool = False,
+        embedding_concurrency: int = DEFAULT_EMBEDDING_CONCURRENCY,
     ) -> None:
+        concurrency = _check_concurrency(embedding_concurrency)
         if isinstance(embedding, str):
             embedding = EmbeddingChoice.parse(embedding, base_url=embedding_base_url)
         self._conn = StoreConnection(
@@ -120,7 +147,13 @@ class DocumentStore:
         self._conn.fast_reads = fast_reads and client is None and chroma_url is None
         self._reader = StoreReader(self._conn)
         self._lexical = LexicalIndex(self._conn, self._reader)
-        self._indexer = Indexer(self._conn, self._reader, self._lexical, hook=_write_event)
+
+        def embedder(choice: EmbeddingChoice) -> HostedEmbedder | None:
+            return hosted_embedder(choice, concurrency)
+
+        self._indexer = Indexer(
+            self._conn, self._reader, self._lexical, hook=_write_event, embedder=embedder
+        )
 
     # -- connection ------------------------------------------------------------------------------
     @property
@@ -282,7 +315,8 @@ class DocumentStore:
             follow_symlinks: Follow links that point outside the folders given.
             max_file_bytes: Skip larger files.
             progress: ``progress(event, info)`` with events ``files`` (``{"total"}``), ``file``
-                (``{"path", "status"}``) and ``chunks`` (``{"count"}``).
+                (``{"path", "status"}``) and ``chunks`` (``{"count"}``), and with a hosted
+                embedding ``embedding`` (:attr:`IndexReport.embedding`'s keys, so far).
 
         Returns:
             The :class:`IndexReport`.

@@ -72,6 +72,9 @@ class PlannedWrite:
         chunk_ids: Chunk ids of the new documents.
         chunk_texts: Their texts.
         chunk_vectors: Their embeddings.
+        pending_vectors: Their embeddings still on their way (a hosted embedding's
+            :class:`~selfroute.stores._hosted.PendingVectors`): the writer waits for them before
+            it writes anything of the batch, so an embedding that fails leaves the store as it was.
         chunk_metas: Their metadata.
         record_texts: The new documents' record texts.
         record_metas: Their record metadata.
@@ -85,6 +88,7 @@ class PlannedWrite:
     chunk_ids: list[str] = field(default_factory=list)
     chunk_texts: list[str] = field(default_factory=list)
     chunk_vectors: list[Any] = field(default_factory=list)
+    pending_vectors: Any = None
     chunk_metas: list[dict[str, Any]] = field(default_factory=list)
     record_texts: list[str] = field(default_factory=list)
     record_metas: list[dict[str, Any]] = field(default_factory=list)
@@ -167,6 +171,9 @@ class BatchWriter:
             The chunks written.
         """
         with self._lock:
+            if write.pending_vectors is not None:  # before the journal: nothing written yet
+                write.chunk_vectors = write.pending_vectors.result()
+                write.pending_vectors = None
             chunks_col, documents = self._conn.open()
             if write.new_ids:
                 self._journal.begin(write.new_ids)

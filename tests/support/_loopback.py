@@ -18,6 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from tests.support._embeddings import EmbeddingEndpoint
+
 __all__ = [
     "HANG_MAX_S",
     "PREFIX_CACHE_INCREMENT",
@@ -373,6 +375,8 @@ class LoopbackServer:
         self._connections: set[socket.socket] = set()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        #: The embedding endpoint (``route`` gives ``"embeddings"``): latency, limits, faults.
+        self.embeddings = EmbeddingEndpoint()
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -554,6 +558,17 @@ class LoopbackServer:
         except ValueError as exc:
             handler.send_json(400, self.error_body(400, f"invalid JSON body: {exc}"))
             return
+        if route == "embeddings":  # recorded by the endpoint, not as a model request
+            texts = self.embedding_texts(body)
+            self.embeddings.serve(
+                handler,
+                body,
+                texts,
+                lambda vectors: self.embeddings_body(vectors, body, handler),
+                self.error_body,
+                self.sleep,
+            )
+            return
         index, prefix = self._record(handler, body)
         try:
             reply = self._resolve(body)
@@ -672,6 +687,14 @@ class LoopbackServer:
     def stream_events(self, done: Completion) -> Iterable[bytes]:
         raise NotImplementedError
 
+    def embedding_texts(self, body: dict[str, Any]) -> list[str]:
+        """The texts of an embedding request (route ``"embeddings"``)."""
+        raise NotImplementedError
+
+    def embeddings_body(self, vectors: list[Any], body: dict[str, Any], handler: Any) -> Any:
+        """The reply to an embedding request, given its vectors."""
+        raise NotImplementedError
+
 
 def sse(payload: Any) -> bytes:
     """One server-sent event carrying ``payload`` as JSON."""
@@ -773,6 +796,14 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
     parser.add_argument(
         "--prefix-cache", action="store_true", help="simulate automatic prompt prefix caching"
     )
+    parser.add_argument("--embed-dim", type=int, default=1536, help="embedding vector size")
+    parser.add_argument("--embed-base-ms", type=float, default=40.0, help="ms per embed request")
+    parser.add_argument(
+        "--embed-us-per-token", type=float, default=4.0, help="us per token of an embed request"
+    )
+    parser.add_argument(
+        "--embed-max-concurrent", type=int, default=16, help="embed requests served at once"
+    )
     args = parser.parse_args(argv)
     responder = load_script(args.script) if args.script else None
     if args.extractive:
@@ -784,6 +815,12 @@ def serve_main(server_cls: type[LoopbackServer], argv: list[str] | None = None) 
         token_delay_s=args.token_delay,
         port=args.port,
         prefix_cache=args.prefix_cache,
+    )
+    server.embeddings.configure(
+        dim=args.embed_dim,
+        base_s=args.embed_base_ms / 1000,
+        per_token_s=args.embed_us_per_token / 1e6,
+        max_concurrent=args.embed_max_concurrent,
     )
     server.start()
     stop = threading.Event()

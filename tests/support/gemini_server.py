@@ -3,7 +3,9 @@
 Serves what the ``google-genai`` SDK behind ``langchain_google_genai.ChatGoogleGenerativeAI``
 calls: ``POST /v1beta/models/{model}:generateContent`` and
 ``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` (plus ``GET /v1beta/models`` and
-``GET /v1beta/models/{model}``, which LlamaIndex's ``GoogleGenAI`` reads).
+``GET /v1beta/models/{model}``, which LlamaIndex's ``GoogleGenAI`` reads), and
+``POST /v1beta/models/{model}:batchEmbedContents`` (embeddings, with a provider's latency and
+rate limits: :mod:`tests.support._embeddings`).
 Point the client at it with ``base_url=server.base_url`` and any ``api_key``.
 
 Streaming follows the real API: every chunk carries ``usageMetadata`` with the prompt tokens,
@@ -36,6 +38,7 @@ _PATH_RE = re.compile(
     r"^/(?P<version>v1|v1beta|v1alpha)/models/(?P<model>[^:/]+):"
     r"(?P<method>generateContent|streamGenerateContent)$"
 )
+_EMBED_RE = re.compile(r"^/(v1|v1beta|v1alpha)/models/[^:/]+:batchEmbedContents$")
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -65,6 +68,8 @@ class ScriptedGeminiServer(LoopbackServer):
         clean = urlsplit(path).path.rstrip("/")
         if method == "POST" and _PATH_RE.match(clean):
             return "generate"
+        if method == "POST" and _EMBED_RE.match(clean):
+            return "embeddings"
         if method == "GET" and re.fullmatch(r"/(v1|v1beta|v1alpha)/models", clean):
             return "models"
         if method == "GET" and re.fullmatch(r"/(v1|v1beta|v1alpha)/models/[^:/]+", clean):
@@ -79,6 +84,15 @@ class ScriptedGeminiServer(LoopbackServer):
     def requested_model(self, handler: _Handler, body: dict[str, Any]) -> str:
         match = _PATH_RE.match(urlsplit(handler.path).path.rstrip("/"))
         return match["model"] if match else "loopback-model"
+
+    def embedding_texts(self, body: dict[str, Any]) -> list[str]:
+        return [
+            "".join(str(part.get("text", "")) for part in r.get("content", {}).get("parts", []))
+            for r in body.get("requests", [])
+        ]
+
+    def embeddings_body(self, vectors: list[Any], body: dict[str, Any], handler: Any) -> Any:
+        return {"embeddings": [{"values": v} for v in vectors]}
 
     def models_body(self) -> dict[str, Any]:
         return {

@@ -1,5 +1,8 @@
 """Scripted OpenAI-compatible ``/v1/chat/completions`` server on 127.0.0.1.
 
+It also serves ``POST /v1/embeddings`` (float or base64 vectors), with a provider's latency and
+rate limits (``server.embeddings``: :mod:`tests.support._embeddings`).
+
 Usage::
 
     with ScriptedOpenAIServer(rules(("Passages:", "Paris"), default="unanswerable")) as srv:
@@ -70,7 +73,26 @@ class ScriptedOpenAIServer(LoopbackServer):
             return "generate"
         if method == "GET" and clean == "/v1/models":
             return "models"
+        if method == "POST" and clean == "/v1/embeddings":
+            return "embeddings"
         return None
+
+    def embedding_texts(self, body: dict[str, Any]) -> list[str]:
+        given = body.get("input")
+        return [given] if isinstance(given, str) else [str(t) for t in given or []]
+
+    def embeddings_body(self, vectors: list[Any], body: dict[str, Any], handler: Any) -> Any:
+        from tests.support._embeddings import estimate_tokens
+
+        tokens = sum(estimate_tokens(t) for t in self.embedding_texts(body))
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ],
+            "model": str(body.get("model") or "loopback-embedding"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
     def wants_stream(self, path: str, body: dict[str, Any]) -> bool:
         return bool(body.get("stream"))

@@ -46,6 +46,7 @@ def test_every_setting_resolves_from_the_environment() -> None:
         "chroma_url": "http://127.0.0.1:8000",
         "embedding": "offline",
         "embedding_base_url": "http://127.0.0.1:1/v1",
+        "embedding_concurrency": "4",
         "chunk_words": "200",
         "follow_symlinks": "yes",
         "max_file_mb": "2.5",
