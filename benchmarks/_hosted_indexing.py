@@ -80,6 +80,7 @@ def _langchain(folder: Path, store: Path, url: str) -> int:
     from langchain_chroma import Chroma
     from langchain_openai import OpenAIEmbeddings
     from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from pydantic import SecretStr
 
     docs = _texts(folder)
     words = sum(len(t.split()) for _, t in docs)
@@ -89,7 +90,7 @@ def _langchain(folder: Path, store: Path, url: str) -> int:
         [t for _, t in docs], metadatas=[{"source": n} for n, _ in docs]
     )
     embeddings = OpenAIEmbeddings(
-        model=MODEL, base_url=url, api_key="not-needed", check_embedding_ctx_length=False
+        model=MODEL, base_url=url, api_key=SecretStr("not-needed"), check_embedding_ctx_length=False
     )
     Chroma.from_documents(
         documents,

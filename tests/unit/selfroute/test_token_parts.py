@@ -144,36 +144,6 @@ def test_passages_are_tokenised_once_across_rag_prompts() -> None:
     assert sum(encoded) < 0.5 * sum(len(p) for p in prompts)
 
 
-def test_a_passage_retrieved_again_is_not_scanned_or_hashed_again(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    counter = _fresh()
-    passages = _paragraphs()[:5]
-    first = Prompts().rag_prompt("Who?", passages)
-    assert count_in_prompt(counter, first, *passages) == _whole(counter, first)
-    scans: list[str] = []
-    original = _tokens._outer_cuts
-    monkeypatch.setattr(_tokens, "_outer_cuts", lambda body: scans.append(body) or original(body))
-    counter._counts.clear()  # a digest lookup would miss: the inner parts would be encoded
-    encoded: list[int] = []
-    encode = counter._encode_len
-    counter._encode_len = lambda t: encoded.append(len(t)) or encode(t)  # type: ignore[method-assign]
-    again = ["".join(list(p)) for p in passages]  # the same texts, new objects (a new query)
-    assert all(a == p and a is not p for a, p in zip(again, passages, strict=True))
-    prompt = Prompts().rag_prompt("Why?", again)
-    assert count_in_prompt(counter, prompt, *again) == _whole(counter, prompt)
-    inner = sum(last - first for first, last in map(original, passages))  # type: ignore[misc]
-    assert not scans and sum(encoded) == len(prompt) - inner  # only the text around them
-    # past the bound the oldest passages are forgotten, and counts stay exact
-    monkeypatch.setattr(_tokens, "_BODIES", 2)
-    others = _paragraphs()[5:10]
-    prompt = Prompts().rag_prompt("When?", others)
-    assert count_in_prompt(counter, prompt, *others) == _whole(counter, prompt)
-    assert len(counter._bodies) == 2 and scans
-    prompt = Prompts().rag_prompt("Where?", passages)
-    assert count_in_prompt(counter, prompt, *passages) == _whole(counter, prompt)
-
-
 def test_the_rag_step_counts_its_prompt_exactly() -> None:
     from selfroute._simple import FunctionHandler
 
