@@ -104,7 +104,7 @@ def test_scripted_tool_call_through_the_openai_sdk(openai_server):
 def test_models_endpoint_and_unknown_route(openai_server):
     client = openai.OpenAI(base_url=openai_server.base_url, api_key="dummy", max_retries=0)
     assert "loopback-model" in [m.id for m in client.models.list()]
-    resp = httpx.post(f"{openai_server.base_url}/embeddings", json={})
+    resp = httpx.post(f"{openai_server.base_url}/no-such-route", json={})
     assert resp.status_code == 404
     assert "no route" in resp.json()["error"]["message"]
     assert openai_server.calls == 0  # neither is a model request
