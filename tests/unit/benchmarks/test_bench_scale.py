@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks._common import FIXTURES, BenchResult
 from benchmarks.bench_scale import (
+    _phase_note,
     _retrieval_rows,
     abba,
     index_ours,
@@ -85,6 +86,12 @@ def test_index_ours_times_the_phases_of_the_first_run_and_both_reruns(tmp_path: 
     for run in (out, out["rerun"], out["rerun_new"]):
         phases = [run[k] for k in PHASES]
         assert all(p >= 0 for p in phases)
-        # the phases account for the run (what lies between them grows with the machine's load)
-        assert sum(phases) == pytest.approx(run["seconds"], rel=0.2, abs=0.05)
+        # the phases lie inside the run, one after another (how much of it they cover depends on
+        # the machine's load: the benchmark reports that share, a test does not assert it)
+        assert sum(phases) <= run["seconds"] + 1e-6
+        assert run["phase_share"] == pytest.approx(sum(phases) / run["seconds"])
+        assert run["files_seconds"] > 0 and run["scan_seconds"] > 0
         assert run["bm25_seconds"] > 0  # every one of these runs changed the store
+    note = _phase_note(30, out)
+    assert f"first run {out['phase_share']:.0%}" in note
+    assert f"10 new {out['rerun_new']['phase_share']:.0%}" in note
