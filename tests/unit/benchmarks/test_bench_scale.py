@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks._common import FIXTURES, BenchResult
 from benchmarks.bench_scale import (
+    PhaseClock,
     _phase_note,
     _retrieval_rows,
     abba,
@@ -75,6 +76,24 @@ def test_retrieval_measures_every_mode_against_the_raw_query(tmp_path: Path) -> 
     assert dense95.ratio.startswith(f"{ratio:.3f} (runs {ratio:.2f}, {ratio:.2f}")
     assert dense95.met is (ratio <= 1.1)
     assert "2 run(s), 12 questions each" in dense95.metric
+
+
+def test_phase_clock_splits_the_run_at_its_events() -> None:
+    clock = PhaseClock()
+    clock.start = 10.0  # the timestamps are given, not measured
+    for event, at in (("discover", 11.0), ("files", 12.0), ("file", 14.0), ("bm25", 17.0)):
+        clock.first[event] = at
+    clock("file", None)  # a later event of a kind already seen moves nothing
+    assert clock.first["file"] == 14.0
+    assert clock.phases(21.0) == {
+        "discover_seconds": 1.0,
+        "scan_seconds": 2.0,
+        "files_seconds": 3.0,
+        "bm25_seconds": 4.0,
+    }
+    del clock.first["bm25"]  # no BM25 update: the files run to the end
+    assert clock.phases(21.0)["files_seconds"] == 7.0
+    assert clock.phases(21.0)["bm25_seconds"] == 0.0
 
 
 def test_index_ours_times_the_phases_of_the_first_run_and_both_reruns(tmp_path: Path) -> None:
