@@ -9,7 +9,8 @@ What runs, each (implementation, size) in a fresh subprocess (time, peak RSS of 
   ``langchain_selfroute.HashingEmbeddings`` (the same embedder). Words/s, ours / baseline.
 * **rerun** -- 10 of the ``N`` files changed, ``index`` run again (stat check, 10 documents
   rewritten, BM25 updated incrementally); then 10 new files added and ``index`` run again. Each
-  run's phases are timed from its progress events (discovery, record scan, files, BM25 update).
+  run's phases are timed from its progress events (discovery, record scan, files, BM25 update);
+  a note reports the share of each run's seconds the phases account for (``phase_share``).
 * **linear cost** -- ``selfroute`` time per chunk at the large size versus the small size, for a
   small-file corpus (one chunk per file) and a large-file corpus (3,000-word files, 10 chunks).
 * **retrieval** -- on the largest small-file store: p50/p95 latency of ``HybridRetriever`` in
@@ -178,7 +179,21 @@ def _timed_index(store: Any, folder: str) -> tuple[Any, dict[str, float]]:
     clock = PhaseClock()
     report = store.index([folder], progress=clock)
     end = time.perf_counter()
-    return report, {"seconds": end - clock.start, **clock.phases(end)}
+    phases = clock.phases(end)
+    seconds = end - clock.start
+    share = sum(phases.values()) / seconds if seconds > 0 else 1.0
+    return report, {"seconds": seconds, **phases, "phase_share": share}
+
+
+def _phase_note(n: int, ours: dict[str, Any]) -> str:
+    """The share of each indexing run of the ``n``-file folder its timed phases account for."""
+    runs = (("first run", ours), ("10 changed", ours["rerun"]), ("10 new", ours["rerun_new"]))
+    shares = ", ".join(f"{label} {run['phase_share']:.0%}" for label, run in runs)
+    return (
+        f"Indexing phases (discovery, record scan, files, BM25 update) of the {n:,}-file folder "
+        f"account for this share of each run's seconds: {shares} (the rest is between phases; "
+        f"it grows with the machine's load)."
+    )
 
 
 def index_ours(
@@ -658,6 +673,7 @@ def run(ctx: BenchContext) -> BenchResult:
             record(f"{folder_n:,} small files", base)
             record(f"{folder_n:,} small files", ours)
             _folder_rows(result, folder_n, ours, base)
+            notes.append(_phase_note(folder_n, ours))
         if "small" in chosen:
             pairs = _linear(
                 ctx, root, "small files", small_files, (lin_small, lin_big), record, True

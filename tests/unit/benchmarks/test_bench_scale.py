@@ -8,6 +8,8 @@ import pytest
 
 from benchmarks._common import FIXTURES, BenchResult
 from benchmarks.bench_scale import (
+    PhaseClock,
+    _phase_note,
     _retrieval_rows,
     abba,
     index_ours,
@@ -76,6 +78,24 @@ def test_retrieval_measures_every_mode_against_the_raw_query(tmp_path: Path) -> 
     assert "2 run(s), 12 questions each" in dense95.metric
 
 
+def test_phase_clock_splits_the_run_at_its_events() -> None:
+    clock = PhaseClock()
+    clock.start = 10.0  # the timestamps are given, not measured
+    for event, at in (("discover", 11.0), ("files", 12.0), ("file", 14.0), ("bm25", 17.0)):
+        clock.first[event] = at
+    clock("file", None)  # a later event of a kind already seen moves nothing
+    assert clock.first["file"] == 14.0
+    assert clock.phases(21.0) == {
+        "discover_seconds": 1.0,
+        "scan_seconds": 2.0,
+        "files_seconds": 3.0,
+        "bm25_seconds": 4.0,
+    }
+    del clock.first["bm25"]  # no BM25 update: the files run to the end
+    assert clock.phases(21.0)["files_seconds"] == 7.0
+    assert clock.phases(21.0)["bm25_seconds"] == 0.0
+
+
 def test_index_ours_times_the_phases_of_the_first_run_and_both_reruns(tmp_path: Path) -> None:
     folder = small_files(tmp_path / "notes", 30, FIXTURES)
     out = index_ours(str(folder), str(tmp_path / "store"), rerun=3)
@@ -85,6 +105,12 @@ def test_index_ours_times_the_phases_of_the_first_run_and_both_reruns(tmp_path: 
     for run in (out, out["rerun"], out["rerun_new"]):
         phases = [run[k] for k in PHASES]
         assert all(p >= 0 for p in phases)
-        # the phases account for the run (what lies between them grows with the machine's load)
-        assert sum(phases) == pytest.approx(run["seconds"], rel=0.2, abs=0.05)
+        # the phases lie inside the run, one after another (how much of it they cover depends on
+        # the machine's load: the benchmark reports that share, a test does not assert it)
+        assert sum(phases) <= run["seconds"] + 1e-6
+        assert run["phase_share"] == pytest.approx(sum(phases) / run["seconds"])
+        assert run["files_seconds"] > 0 and run["scan_seconds"] > 0
         assert run["bm25_seconds"] > 0  # every one of these runs changed the store
+    note = _phase_note(30, out)
+    assert f"first run {out['phase_share']:.0%}" in note
+    assert f"10 new {out['rerun_new']['phase_share']:.0%}" in note

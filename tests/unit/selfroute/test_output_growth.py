@@ -1,11 +1,11 @@
 """Every parser that sees model output outside the decline detector stays linear on adversarial
 replies. The streaming sniffer is measured by the characters it cleans (deterministic): a reply
 streamed in small chunks must not be cleaned whole again for every chunk. The JSON verdict
-reader and the quote splitter are timed as a growth ratio, n against 4n characters."""
+reader and the quote splitter (regular expressions: their backtracking is not countable) are
+timed in CPU time as a growth ratio, n against 8n characters (linear ~8x, quadratic ~64x)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +15,7 @@ from selfroute import _streaming
 from selfroute._grounding import split_quotes
 from selfroute._streaming import SentinelSniffer
 from selfroute._structured import load_structured
+from tests.support.growth import growth
 
 SHAPES: dict[str, Callable[[int], str]] = {
     "plain answer": lambda n: "Paris is the capital of France. " + "It is large. " * (n // 13),
@@ -69,32 +70,23 @@ def test_the_sniffer_releases_what_it_released_before(shape: str) -> None:
     assert once.rstrip() == pieces.rstrip() or once.startswith(pieces) or pieces.startswith(once)
 
 
-def _best(fn: Callable[[], Any], runs: int = 3) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-PARSERS: dict[str, Callable[[int], Any]] = {
-    "fence, newlines": lambda n: load_structured("```json" + "\n" * n + "x"),
-    "fence, spaces then fence": lambda n: load_structured("```" + " " * n + "{}" + " " * n),
-    "fence, backticks": lambda n: load_structured("```" + "`` " * (n // 3)),
-    "quotes, blank lines": lambda n: split_quotes("Answer.\n" + "\n" * n + "Quote: x"),
-    "quotes, many quote marks": lambda n: split_quotes('"' * n),
-    "quotes, label spaces": lambda n: split_quotes("Quote:" + " " * n + "x"),
+#: A parser and the adversarial reply of about ``n`` characters it is timed on.
+PARSERS: dict[str, tuple[Callable[[str], Any], Callable[[int], str]]] = {
+    "fence, newlines": (load_structured, lambda n: "```json" + "\n" * n + "x"),
+    "fence, spaces then fence": (load_structured, lambda n: "```" + " " * n + "{}" + " " * n),
+    "fence, backticks": (load_structured, lambda n: "```" + "`` " * (n // 3)),
+    "quotes, blank lines": (split_quotes, lambda n: "Answer.\n" + "\n" * n + "Quote: x"),
+    "quotes, many quote marks": (split_quotes, lambda n: '"' * n),
+    "quotes, label spaces": (split_quotes, lambda n: "Quote:" + " " * n + "x"),
 }
 
 
 @pytest.mark.parametrize("name", list(PARSERS))
 def test_reply_parsers_are_linear(name: str) -> None:
-    parse = PARSERS[name]
-    small = _best(lambda: parse(20_000))
-    large = _best(lambda: parse(80_000))
-    # linear ~4x, quadratic ~16x; the margin absorbs a loaded machine
-    assert large / max(small, 1e-4) < 10, (small, large)
+    parse, make = PARSERS[name]
+    ratio = growth(parse, make, 10_000, 80_000)
+    # linear ~8x, quadratic ~64x: 24 lies between them with a factor of ~3 either side
+    assert ratio < 24, ratio
 
 
 def test_load_structured_reads_fences_as_before() -> None:

@@ -1,7 +1,8 @@
 """Every pattern that runs on model output stays linear in its input (issue #27 item 11).
 
-Growth is measured as a ratio (the CPU time on a 100 KB input over the time on a 10 KB one, in
-the same run), never as an absolute time: linear growth is ~10x, quadratic ~100x. A row's pattern
+Growth is measured as a ratio (the calling thread's CPU time, best of five, on a 100 KB input over
+the time on a 10 KB one, in the same run), never as an absolute time: linear growth is ~10x,
+quadratic ~100x. A row's pattern
 is compared with a plain linear scan of the same inputs (its growth over the scan's growth: ~1 when
 linear, ~10 when quadratic), which cancels what a loaded machine or a cache adds to long inputs.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 from collections.abc import Callable
 
 import pytest
@@ -19,6 +19,7 @@ from selfroute._streaming import SentinelSniffer
 from selfroute._verdict import _rules
 from selfroute._verdict._parse import parse_verdict
 from selfroute._verdict._rules import RULES, Rule
+from tests.support.growth import growth
 
 SMALL = 10_000
 LARGE = 100_000
@@ -32,31 +33,11 @@ LINEAR = re.compile(r"\bzqx\b")
 MAX_RELATIVE = 4
 
 
-def _seconds(fn: Callable[[str], object], text: str) -> float:
-    """The best of three CPU timings of ``fn(text)``, each repeated until it takes 2 ms."""
-    clock = time.process_time
-    reps = 1
-    while True:
-        start = clock()
-        for _ in range(reps):
-            fn(text)
-        if clock() - start >= 0.002 or reps >= 256:
-            break
-        reps *= 4
-    best = float("inf")
-    for _ in range(3):
-        start = clock()
-        for _ in range(reps):
-            fn(text)
-        best = min(best, (clock() - start) / reps)
-    return best
-
-
 def _ratio(
     fn: Callable[[str], object], make: Callable[[int], str], small: int = SMALL, large: int = LARGE
 ) -> float:
-    """How much longer ``fn`` takes on ``make(large)`` than on ``make(small)``."""
-    return _seconds(fn, make(large)) / max(_seconds(fn, make(small)), 1e-6)
+    """How much longer ``fn`` takes on ``make(large)`` than on ``make(small)`` (CPU time)."""
+    return growth(fn, make, small, large)
 
 
 def _sniff(text: str) -> None:
