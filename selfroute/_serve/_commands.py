@@ -24,7 +24,8 @@ def tenant_settings(settings: Settings, **overrides: Any) -> Settings:
 
 
 def build_service(settings: Settings, doc: str | None) -> RouteService:
-    """``ask``'s setup over the store's collection (or ``--doc``), answered asynchronously.
+    """``ask``'s setup over the store's collection (or ``--doc``), answered asynchronously, with
+    what the first question would load already loaded (:meth:`RouteService.warm`).
 
     Raises:
         ConfigurationError: A bad setting or a missing ``--doc`` file.
@@ -33,7 +34,9 @@ def build_service(settings: Settings, doc: str | None) -> RouteService:
         raise ConfigurationError(f"--doc {doc}: no such file")
     setup = route_setup(settings, doc)
     name = Path(doc).name if doc is not None else str(settings.collection)
-    return RouteService(setup, max_question_chars=settings.max_question_chars, name=name)
+    service = RouteService(setup, max_question_chars=settings.max_question_chars, name=name)
+    service.warm()  # the first question loads nothing (the tokenizer takes up to a second)
+    return service
 
 
 def run_mcp(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ from selfroute._serve._clients import AsyncChatClient, async_client
 from selfroute.cli._commands import RouteSetup
 
 __all__ = ["AsyncHandler", "Busy", "Observer", "RouteService", "Slots", "StepNotice", "source_ref"]
+
+logger = logging.getLogger("selfroute")
 
 #: ``await on_step(notice)`` before each step of a question (progress reports).
 StepCallback = Callable[["StepNotice"], Awaitable[None]]
@@ -180,6 +183,17 @@ class RouteService:
             Stage.RAG: arag,
             Stage.LONG_CONTEXT: arag if lc is rag else async_client(lc),
         }
+
+    def warm(self) -> None:
+        """Load now what the first question would load (before the server says it is ready):
+        the token counter's tokenizer, and the retriever's embedding, BM25 index and store
+        reader (one retrieval of a throwaway query). A retrieval that fails here fails again,
+        with its error, on the question that needs it: warming never stops a start."""
+        self.setup.config.counter.count("selfroute warm-up")
+        try:
+            self.setup.source.retrieve("selfroute warm-up", 1)
+        except Exception as exc:  # the first question reports it, in its own words
+            logger.debug("warming the retriever failed: %s", type(exc).__name__)
 
     def check(self, question: object) -> str:
         """The question, validated (the core's checks, and the length limit).

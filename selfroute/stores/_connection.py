@@ -426,6 +426,11 @@ class StoreConnection:
         return self._client
 
     @property
+    def owns_client(self) -> bool:
+        """Whether this connection opened its client itself (not one the caller gave)."""
+        return self._own_client
+
+    @property
     def reads_fast(self) -> bool:
         """Whether the open client is the read-only :class:`~._fastread.ReadClient`."""
         return isinstance(self._client, ReadClient)

@@ -192,20 +192,55 @@ def guarded(action: str, *, check_lock: bool = False) -> Callable[[F], F]:
     return decorate
 
 
+#: Whether connections are held between checks (not on Windows, where an open file cannot be
+#: deleted: a store folder must stay removable).
+_HOLD = os.name != "nt"
+#: Per thread: the read-only connection of each database checked (see :func:`check_not_locked`).
+_checkers = threading.local()
+
+
+def _checker(database: Path, timeout_s: float) -> sqlite3.Connection | None:
+    """This thread's held read-only connection to ``database`` (opened on first use, again
+    when the file was replaced or the timeout changed), or ``None`` (no such file, or it does
+    not open this way)."""
+    try:
+        st = os.stat(database)
+    except OSError:
+        return None
+    held: dict[str, tuple[tuple[int, int, float], sqlite3.Connection]] | None
+    held = getattr(_checkers, "held", None)
+    if held is None:
+        held = _checkers.held = {}
+    key, ident = str(database), (st.st_dev, st.st_ino, timeout_s)
+    found = held.get(key)
+    if found is not None and found[0] == ident:
+        return found[1]
+    if found is not None:
+        found[1].close()
+        del held[key]
+    try:
+        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=timeout_s)
+    except sqlite3.Error:
+        return None
+    if _HOLD:
+        held[key] = (ident, conn)
+    return conn
+
+
 def check_not_locked(database: Path, timeout_s: float, location: str) -> None:
     """Wait at most ``timeout_s`` for a read of ``database``; a lock held longer is an error.
 
     Chroma's own client waits without end (and without a word) while another process holds the
-    sqlite database locked; this check turns that into a :class:`StoreError` after a bound.
+    sqlite database locked; this check turns that into a :class:`StoreError` after a bound. The
+    read goes through a connection each thread holds (a fresh connection per check costs more
+    than the store read it guards); it holds no lock between checks (the statement is run to
+    its end, and no transaction is left open), so writers are never kept waiting by it.
     """
-    if not database.is_file():
-        return
+    conn = _checker(database, timeout_s)
+    if conn is None:
+        return  # no file, or it cannot even be opened this way: let Chroma report what is wrong
     try:
-        conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=timeout_s)
-    except sqlite3.Error:
-        return  # cannot even open it this way: let Chroma report what is wrong
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc).lower():
             raise StoreError(
@@ -218,7 +253,8 @@ def check_not_locked(database: Path, timeout_s: float, location: str) -> None:
     except sqlite3.DatabaseError:
         pass  # damaged: Chroma's own error is explained by the caller
     finally:
-        conn.close()
+        if not _HOLD:
+            conn.close()
 
 
 def is_read_only(folder: Path) -> bool:

@@ -21,7 +21,9 @@ from selfroute._fitting import ContextDocument
 from selfroute._result import Passage
 from selfroute.stores._bm25 import BM25Index
 from selfroute.stores._connection import StoreConnection
+from selfroute.stores._doccache import DocumentCache, file_mark
 from selfroute.stores._embedding import embed_query
+from selfroute.stores._health import DATABASE_FILE
 from selfroute.stores._readers import LoadedDocument
 from selfroute.stores._rows import (
     RECORD_KEY,
@@ -115,6 +117,8 @@ class StoreReader:
 
     def __init__(self, connection: StoreConnection) -> None:
         self._conn = connection
+        self._docs = DocumentCache()
+        self._marked: Any = None
 
     def document_records(
         self, include_text: bool = False, progress: Callable[[str, int], None] | None = None
@@ -219,12 +223,49 @@ class StoreReader:
         _, documents = self._conn.open()
         return int(documents.count())
 
+    def _cache_mark(self, documents: Any) -> tuple[Any, ...] | None:
+        """The mark the remembered documents are valid under (:mod:`._doccache`), or ``None``
+        (a Chroma server, a client the caller gave, a database written moments ago)."""
+        conn = self._conn
+        if conn.chroma_url or not conn.owns_client:
+            return None
+        mark = file_mark(conn.path / DATABASE_FILE)
+        if mark is None:
+            return None
+        self._marked = documents  # alive while marked: its id is not reused meanwhile
+        return (mark, id(documents))
+
     def get_documents(self, doc_ids: Sequence[str]) -> list[ContextDocument]:
-        """Full documents by id, in the order given (unknown ids are left out)."""
+        """Full documents by id, in the order given (unknown ids are left out).
+
+        Documents read before are remembered while the store provably has not changed since
+        (:mod:`._doccache`): a question pricing always-LC does not read them again.
+        """
         _, documents = self._conn.open()
         wanted = list(dict.fromkeys(d for d in doc_ids if d))
         if not wanted:
             return []
+        mark = self._cache_mark(documents)
+        found = self._docs.get(mark, wanted)
+        missing = [d for d in wanted if d not in found]
+        if missing:
+            read = self._read_documents(documents, missing)
+            self._docs.put(mark, read)
+            found.update(read)
+        out = []
+        for doc_id in wanted:
+            if doc_id in found and found[doc_id][0]:
+                text, meta = found[doc_id]
+                meta.pop("files", None)
+                meta.pop(TEXT_IN_CHUNK, None)
+                meta["source"] = meta.get("path")
+                out.append(ContextDocument(text=text, doc_id=doc_id, metadata=meta))
+        return out
+
+    def _read_documents(
+        self, documents: Any, wanted: list[str]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """``(text, record)`` of the ``wanted`` documents found (a long text from its chunk)."""
         page = documents.get(ids=wanted, include=["metadatas", "documents"])
         found = {
             doc_id: (text, unpack_record(meta))
@@ -239,15 +280,7 @@ class StoreReader:
         for chunk_id, (text, _) in self.get_chunks(in_chunk).items():
             doc_id = chunk_id.rsplit(":", 1)[0]
             found[doc_id] = (text, found[doc_id][1])
-        out = []
-        for doc_id in wanted:
-            if doc_id in found and found[doc_id][0]:
-                text, meta = found[doc_id]
-                meta.pop("files", None)
-                meta.pop(TEXT_IN_CHUNK, None)
-                meta["source"] = meta.get("path")
-                out.append(ContextDocument(text=text, doc_id=doc_id, metadata=meta))
-        return out
+        return found
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
         """Chunk texts and metadata by id."""
