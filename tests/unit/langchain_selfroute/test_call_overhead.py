@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 from langchain_core.messages import AIMessageChunk
+from langchain_core.messages.ai import OutputTokenDetails, UsageMetadata
 
 from langchain_selfroute._handlers import _generation, _Pieces
 from tests.unit.langchain_selfroute.test_streaming import LONG_ANSWER, make
@@ -41,7 +43,7 @@ def test_no_bound_method_of_the_route_is_inspected_per_call(
     async def astream() -> list[Any]:
         return [c async for c in route.astream(QUESTION)]
 
-    calls = {
+    calls: dict[str, Callable[[], Any]] = {
         "invoke": lambda: route.invoke(QUESTION),
         "ainvoke": lambda: asyncio.run(route.ainvoke(QUESTION)),
         "stream": lambda: list(route.stream(QUESTION)),
@@ -58,18 +60,23 @@ def _chunks() -> list[AIMessageChunk]:
         AIMessageChunk(content="Holt"),
         AIMessageChunk(
             content="",
-            usage_metadata={"input_tokens": 7, "output_tokens": 0, "total_tokens": 7},
+            usage_metadata=cast(
+                UsageMetadata, {"input_tokens": 7, "output_tokens": 0, "total_tokens": 7}
+            ),
         ),
         AIMessageChunk(content=" kept it."),
         AIMessageChunk(
             content="",
             response_metadata={"finish_reason": "stop", "model_name": "gpt-x"},
-            usage_metadata={
-                "input_tokens": 0,
-                "output_tokens": 3,
-                "total_tokens": 3,
-                "output_token_details": {"reasoning": 1},
-            },
+            usage_metadata=cast(
+                UsageMetadata,
+                {
+                    "input_tokens": 0,
+                    "output_tokens": 3,
+                    "total_tokens": 3,
+                    "output_token_details": OutputTokenDetails(reasoning=1),
+                },
+            ),
         ),
     ]
 
