@@ -19,7 +19,7 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
-from langchain_core.messages import BaseMessage, BaseMessageChunk, HumanMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk, HumanMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.base import RunnableBindingBase
@@ -357,9 +357,20 @@ class _Pieces:
             return "".join(pieces)
         return pieces[-1]
 
+    def metadata(self) -> Any:
+        """What :meth:`merged` says of usage and response metadata (all :meth:`last` reads),
+        merging only the message chunks that carry some: the others add nothing to either."""
+        pieces = self.pieces
+        if len(pieces) < 2 or not all(isinstance(p, AIMessageChunk) for p in pieces):
+            return self.merged()
+        carriers = [p for p in pieces if p.usage_metadata is not None or p.response_metadata]
+        if len(carriers) < 2:
+            return carriers[0] if carriers else pieces[0]
+        return carriers[0] + carriers[1:]
+
     def last(self) -> GenerationChunk:
         """The closing chunk: no text, the merged usage, the model name and the finish reason."""
-        final = _generation(self.merged(), self.fallback_model, streamed=True)
+        final = _generation(self.metadata(), self.fallback_model, streamed=True)
         return GenerationChunk(
             text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
         )

@@ -7,9 +7,10 @@ decline (fail safe to long context).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -1264,9 +1265,15 @@ def _scoped_to_passages(sentences: _Sentences, i: int) -> bool:
 
 def _echoes(flat: str, question: str) -> bool:
     """Whether the output ``flat`` (normalised) is the question again, word for word."""
-    return len(flat) <= 2 * len(question) + 8 and _WORD_RUN.findall(flat) == _WORD_RUN.findall(
-        _norm(question)
+    return len(flat) <= 2 * len(question) + 8 and _WORD_RUN.findall(flat) == _question_words(
+        question
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _question_words(question: str) -> list[str]:
+    """The words of ``question`` (normalised); read-only (cached)."""
+    return _WORD_RUN.findall(_norm(question))
 
 
 @functools.lru_cache(maxsize=256)
@@ -1587,6 +1594,25 @@ _SOURCE_NEGATIONS: dict[str, frozenset[str] | None] = {
 }
 
 
+_SOURCE_NEGATION_WORDS = frozenset(_SOURCE_NEGATIONS)
+#: Each word set above, sorted (for :func:`_opens_any`).
+_SORTED_WORDS: dict[frozenset[str], tuple[str, ...]] = {}
+
+
+def _sorted_words(words: frozenset[str]) -> tuple[str, ...]:
+    found = _SORTED_WORDS.get(words)
+    if found is None:
+        found = _SORTED_WORDS[words] = tuple(sorted(words))
+    return found
+
+
+def _opens_any(ordered: tuple[str, ...], text: str) -> bool:
+    """Whether ``text`` is a prefix of one of the sorted strings ``ordered`` (every string that
+    starts with ``text`` sorts at or right after the place ``text`` would take)."""
+    i = bisect.bisect_left(ordered, text)
+    return i < len(ordered) and ordered[i].startswith(text)
+
+
 def _could_be_source_negation(norm: str) -> bool:
     """Whether ``norm`` is, or could still grow into, "<source phrase> <negation> ..."."""
     words = norm.split(" ")
@@ -1597,8 +1623,8 @@ def _could_be_source_negation(norm: str) -> bool:
         last = i == len(words) - 1
         word = word.strip(",;:()[]\"'")
 
-        def fits(options: Iterable[str], word: str = word, last: bool = last) -> bool:
-            return any(o == word or (last and o.startswith(word)) for o in options)
+        def fits(options: frozenset[str], word: str = word, last: bool = last) -> bool:
+            return word in options or (last and _opens_any(_sorted_words(options), word))
 
         if state in ("start", "phrase"):
             if fits(_SOURCE_WORDS):
@@ -1616,7 +1642,7 @@ def _could_be_source_negation(norm: str) -> bool:
                 continue  # "paper 2", "text chunks"
             if word in ("and", "or", "&") and words[i - 1].strip(",").isdigit():
                 continue  # "passages 1, 2 and 3"
-            if fits(_SOURCE_NEGATIONS):
+            if fits(_SOURCE_NEGATION_WORDS):
                 if last:
                     return True
                 needed = _SOURCE_NEGATIONS.get(word)
@@ -1628,7 +1654,7 @@ def _could_be_source_negation(norm: str) -> bool:
         elif state == "verb":
             if fits(_SOURCE_ADVERBS):
                 continue
-            if not fits(needed or ()):
+            if not fits(needed or frozenset()):
                 return False
             state = "done"
         else:  # "<source> does not ...": a decline is under way
@@ -1678,6 +1704,8 @@ _STREAM_LEAD_INS = (
     "in summary,",
     "to be honest,",
 )
+_SORTED_LEAD_INS = tuple(sorted(_STREAM_LEAD_INS))
+_SORTED_OPENINGS = tuple(sorted(_DECLINE_OPENINGS))
 #: A first sentence that says nothing yet ("Sure!", "Thank you for the passages."): what follows
 #: it decides.
 _STREAM_PREAMBLE = re.compile(
@@ -1699,6 +1727,8 @@ def _strip_preamble(norm: str) -> tuple[str, bool]:
     return norm, False
 
 
+#: A list item's marker with no text yet ("-", "1.").
+_STREAM_BARE_MARK = re.compile(r"[-•+]|\d{1,2}[.)]?")
 #: A list item's marker before its text ("- ", "2. ").
 _STREAM_LIST_MARK = re.compile(r"^(?:[-•+]|\d{1,2}[.)])(?: +|$)")
 
@@ -1715,7 +1745,7 @@ def could_start_decline(
     """
     _check_sentinel(sentinel)
     norm = _norm(_clean(prefix)).lstrip(_QUOTES + "*_#>([ ")
-    if re.fullmatch(r"[-•+]|\d{1,2}[.)]?", norm):
+    if _STREAM_BARE_MARK.fullmatch(norm):
         return True  # "1." or "-": a list item's text has not come yet
     norm = _STREAM_LIST_MARK.sub("", norm, count=1).lstrip(_QUOTES + "*_#>([ ")
     if not norm:
@@ -1725,7 +1755,10 @@ def could_start_decline(
         return sent.startswith(norm) or norm.startswith(sent)
 
     def opens(text: str) -> bool:
-        if any(c.startswith(text) or text.startswith(c) for c in (sent, *_DECLINE_OPENINGS)):
+        # Whether text and an opening (or the sentinel) are a prefix one of the other.
+        if sent.startswith(text) or text.startswith(sent) or text.startswith(_DECLINE_OPENINGS):
+            return True
+        if _opens_any(_SORTED_OPENINGS, text):
             return True
         return _could_be_source_negation(text)
 
@@ -1736,6 +1769,8 @@ def could_start_decline(
         return True
     if norm.startswith("no, "):  # "No, the text does not ..." declines unless the question is polar
         return opens(norm[4:]) if norm[4:] else True
+    if not norm.startswith(_STREAM_LEAD_INS) and not _opens_any(_SORTED_LEAD_INS, norm):
+        return False  # neither a lead-in nor the start of one: the loop below finds none
     for lead in _STREAM_LEAD_INS:
         if lead.startswith(norm):
             return True  # the lead-in is still being written

@@ -156,3 +156,15 @@ def test_the_grouped_decline_words_are_the_word_list() -> None:
     for word in re.findall(r"[a-z/']+", PLAIN_TRIGGER.pattern.replace(r"\w", "")):
         if word not in ("b", "n/", "a"):
             assert (PLAIN_TRIGGER.search(word) is None) == (_verdict._TRIGGER.search(word) is None)
+
+
+def test_a_stream_is_held_on_every_prefix_of_every_decline_opening_and_lead_in() -> None:
+    """``could_start_decline`` finds the openings by one prefix test and a sorted search, not
+    a scan: every prefix of each opening (and of each lead-in) still holds, and so does each
+    whole opening followed by more words."""
+    texts = (*_rules.DECLINE_OPENINGS, *_verdict._STREAM_LEAD_INS)
+    held = [t[:i] for t in texts for i in range(1, len(t) + 1)]
+    held += [t.rstrip() + " xyz" for t in _rules.DECLINE_OPENINGS]
+    missed = [t for t in held if t.strip() and not _verdict.could_start_decline(t)]
+    assert len(held) > 1500
+    assert missed == []
