@@ -19,10 +19,10 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from selfroute._chunking import chunk_text
 from selfroute._errors import ConfigurationError, SelfRouteError
@@ -221,7 +221,8 @@ async def _drive(flow: Any, handler: FlowHandler) -> RouteResult:
     (its long-context prompt, a copy of the whole document) and its speculative call, and with
     thousands of items in a run hundreds of those waited at once (hundreds of MB).
     """
-    async with contextlib.aclosing(adrive(flow, handler)) as events:
+    events = cast(AsyncGenerator[Any, None], adrive(flow, handler))
+    async with contextlib.aclosing(events):
         async for event in events:
             if isinstance(event, ResultEvent):
                 return event.result

@@ -12,7 +12,6 @@ import hashlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from selfroute._errors import ConfigurationError, ModelOutputError
 from selfroute._fitting import ContextDocument
@@ -59,15 +58,10 @@ CONTEXT_MARK = "\x00SELFROUTE-EVAL-CONTEXT\x00"
 _DIGEST_FROM = 16_384
 
 
-def _digest(text: str) -> Any:
-    """A running SHA-256 of ``text`` (SHA-256 has CPU instructions on most machines: hashing a
-    RAG prompt costs half what BLAKE2b does)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass"))
-
-
 def _memo_key(identity: str, prompt: str) -> bytes:
-    """This run's key for a reader call (a digest: the prompts are not kept alive)."""
-    digest = _digest(identity)
+    """This run's key for a reader call (a digest: the prompts are not kept alive; SHA-256, which
+    has CPU instructions on most machines: hashing a RAG prompt costs half what BLAKE2b does)."""
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(prompt.encode("utf-8", "surrogatepass"))
     return digest.digest()
@@ -157,11 +151,11 @@ class Session:
             return _memo_key(identity, prompt)
         hit = self.digests.get(id(context))
         if hit is None or hit[0] is not context:
-            hit = (context, _digest(context).digest())
+            hit = (context, hashlib.sha256(context.encode("utf-8", "surrogatepass")).digest())
             if len(self.digests) >= 8:
                 self.digests.pop(next(iter(self.digests)))
             self.digests[id(context)] = hit
-        parts = _digest(identity)
+        parts = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
         for piece in (prompt[:at], prompt[at + len(context) :]):
             parts.update(b"\x00%d\x00" % len(piece))
             parts.update(piece.encode("utf-8", "surrogatepass"))
