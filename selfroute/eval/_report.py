@@ -120,9 +120,11 @@ def write_outputs(
         summary.notes.append(f"Figures skipped: {exc}")
     files.update(results="results.jsonl", summary="summary.json", report="report.md")
     summary.files = files
+    # one encoder for every line (what json.dumps(..., ensure_ascii=False) builds per call); the
+    # records are trees of fresh dicts and lists, so the circular-reference check is moot
+    encode = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
     _atomic_write(
-        out / "results.jsonl",
-        "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in summary.records),
+        out / "results.jsonl", "".join([encode(r.to_dict()) + "\n" for r in summary.records])
     )
     _atomic_write(out / "summary.json", json.dumps(summary.to_dict(), indent=2) + "\n")
     _atomic_write(out / "report.md", render_markdown(summary))

@@ -59,8 +59,9 @@ _DIGEST_FROM = 16_384
 
 
 def _memo_key(identity: str, prompt: str) -> bytes:
-    """This run's key for a reader call (a digest: the prompts are not kept alive)."""
-    digest = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+    """This run's key for a reader call (a digest: the prompts are not kept alive; SHA-256, which
+    has CPU instructions on most machines: hashing a RAG prompt costs half what BLAKE2b does)."""
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(prompt.encode("utf-8", "surrogatepass"))
     return digest.digest()
@@ -150,12 +151,11 @@ class Session:
             return _memo_key(identity, prompt)
         hit = self.digests.get(id(context))
         if hit is None or hit[0] is not context:
-            digest = hashlib.blake2b(context.encode("utf-8", "surrogatepass"), digest_size=20)
-            hit = (context, digest.digest())
+            hit = (context, hashlib.sha256(context.encode("utf-8", "surrogatepass")).digest())
             if len(self.digests) >= 8:
                 self.digests.pop(next(iter(self.digests)))
             self.digests[id(context)] = hit
-        parts = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=20)
+        parts = hashlib.sha256(identity.encode("utf-8", "surrogatepass"))
         for piece in (prompt[:at], prompt[at + len(context) :]):
             parts.update(b"\x00%d\x00" % len(piece))
             parts.update(piece.encode("utf-8", "surrogatepass"))
