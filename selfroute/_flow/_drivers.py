@@ -10,13 +10,14 @@ caught.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
 import time
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from selfroute._errors import SelfRouteError
 from selfroute._faults import mark_processed
@@ -473,8 +474,14 @@ def run_flow(flow: Generator[Step, Any, RouteResult], handler: StepHandler) -> R
 async def arun_flow(
     flow: Generator[Step, Any, RouteResult], handler: AsyncStepHandler
 ) -> RouteResult:
-    """Run ``flow`` to completion with an async handler and return its result."""
-    async for event in adrive(flow, handler):
-        if isinstance(event, ResultEvent):
-            return event.result
+    """Run ``flow`` to completion with an async handler and return its result.
+
+    The driver is closed the moment it gives the result, not finalised by the event loop later:
+    until then it would hold the flow (its long-context prompt, a copy of the whole document) and
+    any speculative call it has not cancelled yet."""
+    events = cast(AsyncGenerator[FlowEvent, None], adrive(flow, handler))
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if isinstance(event, ResultEvent):
+                return event.result
     raise SelfRouteError("flow ended without a result")  # pragma: no cover

@@ -15,22 +15,20 @@ for Self-Route, :func:`selfroute.parse_verdict` on the answer for the baselines.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from selfroute._chunking import chunk_text
-from selfroute._errors import ConfigurationError, SelfRouteError
+from selfroute._errors import ConfigurationError
 from selfroute._fitting import ContextDocument
 from selfroute._flow import (
-    ResultEvent,
     RouteConfig,
-    adrive,
+    arun_flow,
     clean_answer,
     fit_long_context,
     self_route_flow,
@@ -213,27 +211,11 @@ def _from_result(record: RunRecord, result: RouteResult) -> None:
     record.rungs = [s.k for s in result.steps if s.stage is Stage.RAG and s.k is not None]
 
 
-async def _drive(flow: Any, handler: FlowHandler) -> RouteResult:
-    """The flow's result, the driver closed the moment it is given.
-
-    What ``arun_flow`` does, except that the driver (an async generator left at its result event)
-    is closed here rather than finalised by the event loop later: until then it holds the flow
-    (its long-context prompt, a copy of the whole document) and its speculative call, and with
-    thousands of items in a run hundreds of those waited at once (hundreds of MB).
-    """
-    events = cast(AsyncGenerator[Any, None], adrive(flow, handler))
-    async with contextlib.aclosing(events):
-        async for event in events:
-            if isinstance(event, ResultEvent):
-                return event.result
-    raise SelfRouteError("flow ended without a result")  # pragma: no cover
-
-
 async def _run_self_route(session: Session, item: EvalItem, q: str, record: RunRecord) -> None:
     assert record.k is not None
     handler = FlowHandler(session, item, q, record.calls, record.method)
     flow = self_route_flow(q, _flow_config(session, record.method, record.k))
-    result = await _drive(flow, handler)
+    result = await arun_flow(flow, handler)
     if not any(c.speculative for c in record.calls):
         # A speculative long-context call cancelled before it finished made no call record; the
         # result's wasted step (its prompt counted locally) is what it may cost: count it.

@@ -167,6 +167,25 @@ def test_run_flow_and_arun_flow_agree() -> None:
     assert (a.answer, a.route, a.reason, a.usage) == (b.answer, b.route, b.reason, b.usage)
 
 
+def test_arun_flow_closes_its_driver_before_it_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import selfroute._flow._drivers as drivers
+
+    started: list[Any] = []
+    original = drivers.adrive
+
+    def adrive(*args: Any, **kwargs: Any) -> Any:
+        started.append(original(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(drivers, "adrive", adrive)
+
+    async def run() -> bool:
+        await sr.flow.arun_flow(sr.flow.self_route_flow("q?"), Scripted(rag="unanswerable"))
+        return started[-1].ag_frame is None  # closed now, not when the loop finalises it
+
+    assert asyncio.run(run())
+
+
 def test_handler_error_is_thrown_into_the_flow_in_both_drivers() -> None:
     for events in (
         _events(Scripted(rag_error=TimeoutError("slow"))),
