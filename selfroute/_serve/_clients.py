@@ -35,6 +35,7 @@ from selfroute.cli._openai import (
     reply_generation,
     retry_after,
     status_error,
+    stream_broke,
     stream_event,
     structured_generation,
 )
@@ -204,11 +205,7 @@ class AsyncOpenAIChat(OpenAIChat):
                 if delta := reader.feed(data):
                     yield GenerationChunk(structured_delta=delta)
         except httpx.HTTPError as exc:
-            raise ModelOutputError(
-                f"the stream from {self.url} (model {self.model}) broke off: "
-                f"{type(exc).__name__}: {exc}",
-                model=self.model,
-            ) from exc
+            raise stream_broke(exc, url=self.url, model=self.model) from exc
         finally:
             await response.aclose()
         if not reader.seen_choice:
@@ -239,11 +236,7 @@ class AsyncOpenAIChat(OpenAIChat):
                     if text:
                         yield GenerationChunk(text=str(text))
         except httpx.HTTPError as exc:
-            raise ModelOutputError(
-                f"the stream from {self.url} (model {self.model}) broke off: "
-                f"{type(exc).__name__}: {exc}",
-                model=self.model,
-            ) from exc
+            raise stream_broke(exc, url=self.url, model=self.model) from exc
         finally:
             await response.aclose()
         if not seen_choice:

@@ -478,11 +478,7 @@ class OpenAIChat:
             try:
                 data = response.read1(65536)
             except (OSError, http.client.HTTPException) as exc:  # reset, timeout, cut chunk
-                raise ModelOutputError(
-                    f"the stream from {self.url} (model {self.model}) broke off: "
-                    f"{type(exc).__name__}: {exc}",
-                    model=self.model,
-                ) from exc
+                raise stream_broke(exc, url=self.url, model=self.model) from exc
             if not data:
                 if buffer:
                     yield buffer
@@ -499,6 +495,15 @@ class OpenAIChat:
                 return
             if data is not None:
                 yield data
+
+
+def stream_broke(exc: BaseException, *, url: str, model: str) -> ModelOutputError:
+    """The error for a streamed body that broke off with ``exc`` (a reset, timeout or cut
+    chunk), naming the server and model."""
+    return ModelOutputError(
+        f"the stream from {url} (model {model}) broke off: {type(exc).__name__}: {exc}",
+        model=model,
+    )
 
 
 def stream_event(line: str, *, url: str, model: str) -> Any:
