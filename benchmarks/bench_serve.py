@@ -15,6 +15,11 @@ same setup behind HTTP: a ``selfroute serve`` child process on a loopback port, 
 * CPU per question: the in-process flow (this process's CPU time) and the serve child (its CPU
   time from ``/proc``, Linux only) over sequential questions; less sensitive to machine load than
   the latencies, so a change of the per-question work shows even on a busy machine.
+* One core's bound: a ``selfroute serve`` process runs one event loop, so its throughput cannot
+  pass 1 / its CPU per question; the c=32 throughput is reported against that bound, with the
+  cores the serve process kept busy during the c=32 run (its CPU seconds over the run's wall time).
+  A ratio near 1 and about one core busy say the process is CPU-bound: more throughput then needs
+  more processes (on a Chroma server), not a faster model server.
 """
 
 from __future__ import annotations
@@ -164,7 +169,10 @@ async def _measure(
         cpu_served = await _cpu_per_question(via_serve, n // 2, lambda: _cpu_s(pid))
         ceiling = await _throughput(bare.agenerate, n_tp, 32)
         inproc_tp = await _throughput(service.answer, n_tp, 32)
+        cpu0, wall0 = _cpu_s(pid), time.perf_counter()
         through = await _throughput(via_serve, n_tp, 32)
+        cpu1, wall1 = _cpu_s(pid), time.perf_counter()
+    busy = None if cpu0 is None or cpu1 is None else (cpu1 - cpu0) / (wall1 - wall0)
     await service.aclose()
     await bare.aclose()
     return {
@@ -175,6 +183,7 @@ async def _measure(
         "through": through,
         "cpu_inproc": cpu_inproc,
         "cpu_served": cpu_served,
+        "busy": busy,
     }
 
 
@@ -249,6 +258,25 @@ def run(ctx: BenchContext) -> BenchResult:
                 fmt_ms(m["cpu_inproc"]),
                 fmt_ms(m["cpu_served"]),
                 f"{m['cpu_served'] / m['cpu_inproc']:.2f}",
+            )
+        )
+        # one event loop in one process: its throughput cannot pass 1 / its CPU per question
+        bound = 1 / m["cpu_served"]
+        result.rows.append(
+            Row(
+                "throughput at c=32 vs one core's bound for serve (1 / its CPU per question)",
+                f"{bound:.0f}/s",
+                f"{m['through']:.0f}/s",
+                f"{m['through'] / bound:.2f}",
+            )
+        )
+    if m["busy"] is not None:
+        result.rows.append(
+            Row(
+                "serve process CPU during the c=32 run (cores busy)",
+                "",
+                f"{m['busy']:.2f}",
+                "",
             )
         )
     result.notes.append(
