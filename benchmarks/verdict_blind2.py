@@ -131,11 +131,18 @@ def _fmt(x: float | None) -> str:
     return "  -  " if x is None else f"{x:.3f}"
 
 
+def _group(row: Row) -> str:
+    """The row's stratum (blind set 2) or, in a set without strata, its kind (blind set 3)."""
+    return str(row.get("stratum") or row.get("kind") or "all")
+
+
 def score(rows: Iterable[Row], *, include_ambiguous: bool = False) -> dict[str, Any]:
     """Per stratum and pooled precision / recall / n, default and with the question passed."""
     import selfroute as sr
 
-    kept = [r for r in rows if include_ambiguous or not r["ambiguous"]]
+    kept = [r for r in rows if include_ambiguous or not r.get("ambiguous", False)]
+    stratified = any("stratum" in r for r in kept)
+    groups = STRATA if stratified else tuple(dict.fromkeys(_group(r) for r in kept))
     out: dict[str, Any] = {}
     for setting in ("default", "question"):
         verdicts: dict[str, bool] = {}
@@ -143,8 +150,8 @@ def score(rows: Iterable[Row], *, include_ambiguous: bool = False) -> dict[str, 
             q = r.get("question") if setting == "question" else None
             verdicts[r["id"]] = sr.parse_verdict(str(r["prediction"]), question=q).declined
         table: dict[str, Any] = {}
-        for stratum in (*STRATA, "pooled"):
-            sel = [r for r in kept if stratum in ("pooled", r["stratum"])]
+        for stratum in (*groups, "pooled"):
+            sel = [r for r in kept if stratum in ("pooled", _group(r))]
             pairs = [(verdicts[r["id"]], bool(r["declined"])) for r in sel]
             n, p, rec, pos = _prf(pairs)
             misses = [r["id"] for r in sel if r["declined"] and not verdicts[r["id"]]]
@@ -192,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     path = getattr(args, "file", FIXTURE)
     rows = _jsonl(path)
-    flagged = sum(bool(r["ambiguous"]) for r in rows)
+    flagged = sum(bool(r.get("ambiguous", False)) for r in rows)
     include = bool(getattr(args, "all", False))
     print(f"{path.name}: {len(rows)} rows, {flagged} ambiguous ({'in' if include else 'ex'}cluded)")
     _print(score(rows, include_ambiguous=include), sum(bool(r.get("question")) for r in rows))

@@ -57,6 +57,18 @@ def test_per_stratum_and_pooled_counts() -> None:
     assert asked["misses"] == ["b"] and asked["recall"] == pytest.approx(2 / 3)
 
 
+def test_rows_without_strata_are_grouped_by_kind() -> None:
+    rows = [
+        {"id": "s1", "kind": "abstain-plain", "prediction": "DECLINE", "declined": True},
+        {"id": "s2", "kind": "answer-with-gap", "prediction": "DECLINE", "declined": False},
+        {"id": "s3", "kind": "abstain-plain", "prediction": "answer", "declined": True},
+    ]
+    table = verdict_blind2.score(rows)["default"]
+    assert list(table) == ["abstain-plain", "answer-with-gap", "pooled"]
+    assert (table["abstain-plain"]["n"], table["abstain-plain"]["recall"]) == (2, 0.5)
+    assert table["answer-with-gap"]["false_declines"] == ["s2"]
+
+
 def test_ambiguous_rows_only_with_all() -> None:
     pooled = verdict_blind2.score(ROWS, include_ambiguous=True)["default"]["pooled"]
     assert pooled["n"] == 6 and pooled["false_declines"] == ["c", "f"]
