@@ -215,10 +215,12 @@ class PendingVectors:
         plan: Future[list[Future[list[Any]]]],
         count: int,
         sent: list[threading.Event] | None = None,
+        saturated: Callable[[], bool] | None = None,
     ) -> None:
         self._plan = plan
         self._count = count
         self._sent = sent if sent is not None else []
+        self._saturated = saturated or (lambda: False)
 
     def wait_sent(self, timeout: float = 1.0) -> bool:
         """Wait until every started request's body is on the wire (requests queued for a free
@@ -230,9 +232,9 @@ class PendingVectors:
         except BaseException:  # cancelled, failed or slow: result() reports it
             return self._plan.done()
         for event, part in zip(self._sent, parts, strict=False):
-            # a request still queued for a free connection is not waited for: it is the
-            # provider's pace, not ours, that holds it back
-            while not event.wait(0.002) and part.running():
+            while not event.wait(0.002) and not part.done():
+                if not part.running() and self._saturated():
+                    break  # queued behind requests on every connection: the provider's pace
                 if time.monotonic() >= deadline:
                     return False
         return True
@@ -458,7 +460,11 @@ class HostedEmbedder:
         requests sent on a thread of the embedder's."""
         sent: list[threading.Event] = []
         plan = self._planner.submit(self._send, list(texts), sent)
-        return PendingVectors(plan, len(texts), sent)
+        return PendingVectors(plan, len(texts), sent, self._saturated)
+
+    def _saturated(self) -> bool:
+        with self._lock:
+            return self._active >= self.concurrency
 
     @property
     def _counter(self) -> TokenCounter:
