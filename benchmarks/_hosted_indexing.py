@@ -21,6 +21,7 @@ Each reads the files inside its timing; imports are not timed. The rounds interl
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -34,9 +35,18 @@ from benchmarks._common import REPO_ROOT, BenchContext, Row, markdown_table, spa
 
 __all__ = ["IMPLS", "hosted_documents", "hosted_rows", "hosted_worker"]
 
-IMPLS = ("langchain", "llamaindex", "ours")
+PEERS = ("langchain", "llamaindex")
+OURS = ("ours", "ours-langchain", "ours-llamaindex")
+IMPLS = (*PEERS, *OURS)
 MODEL = "text-embedding-3-small"
-_NAMES = {"ours": "selfroute", "langchain": "LangChain", "llamaindex": "LlamaIndex"}
+GEMINI_MODEL = "gemini-embedding-001"
+_NAMES = {
+    "ours": "selfroute",
+    "ours-langchain": "selfroute LangChain helper",
+    "ours-llamaindex": "selfroute LlamaIndex helper",
+    "langchain": "LangChain",
+    "llamaindex": "LlamaIndex",
+}
 
 
 def hosted_documents(data: Path, quick: bool) -> list[tuple[str, str]]:
@@ -63,24 +73,82 @@ def _texts(folder: Path) -> list[tuple[str, str]]:
     return [(p.name, p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.txt"))]
 
 
-def _ours(folder: Path, store: Path, url: str, concurrency: int) -> int:
+def _spec(provider: str) -> str:
+    return f"openai:{MODEL}" if provider == "openai" else f"google:{GEMINI_MODEL}"
+
+
+def _ours(folder: Path, store: Path, url: str, concurrency: int, provider: str) -> int:
     from selfroute.stores import DocumentStore
 
     s = DocumentStore(
         store,
-        embedding=f"openai:{MODEL}",
-        embedding_base_url=url,
+        embedding=_spec(provider),
+        embedding_base_url=url if provider == "openai" else None,
         embedding_concurrency=concurrency,
     )
     return s.index([folder]).chunks
 
 
-def _langchain(folder: Path, store: Path, url: str) -> int:
+def _ours_langchain(folder: Path, store: Path, url: str, concurrency: int, provider: str) -> int:
     from chromadb.config import Settings
     from langchain_chroma import Chroma
-    from langchain_openai import OpenAIEmbeddings
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from langchain_core.documents import Document
+
+    from langchain_selfroute import HostedEmbeddings, index_documents
+
+    embeddings = HostedEmbeddings(
+        _spec(provider), base_url=url if provider == "openai" else None, concurrency=concurrency
+    )
+    vectorstore = Chroma(
+        collection_name="bench",
+        embedding_function=embeddings,
+        persist_directory=str(store),
+        client_settings=Settings(anonymized_telemetry=False, is_persistent=True),
+        collection_metadata={"hnsw:space": "cosine"},
+    )
+    docs = [Document(page_content=t, metadata={"source": n}) for n, t in _texts(folder)]
+    index_documents(vectorstore, docs)
+    return int(vectorstore._collection.count())
+
+
+def _ours_llamaindex(folder: Path, store: Path, url: str, concurrency: int, provider: str) -> int:
+    from llama_index.core import Document
+
+    from llamaindex_selfroute import HostedEmbedding, build_index
+
+    embed = HostedEmbedding(
+        _spec(provider), base_url=url if provider == "openai" else None, concurrency=concurrency
+    )
+    docs = [Document(text=t, id_=n, metadata={"source": n}) for n, t in _texts(folder)]
+    index = build_index(
+        docs,
+        embed_model=embed,
+        persist_dir=store,
+        collection_kwargs={"metadata": {"hnsw:space": "cosine"}},
+    )
+    return int(index.vector_store._collection.count())  # type: ignore[attr-defined]
+
+
+def _langchain_embeddings(url: str, provider: str) -> Any:
     from pydantic import SecretStr
+
+    if provider == "google":
+        from langchain_google_genai import GoogleGenerativeAIEmbeddings
+
+        return GoogleGenerativeAIEmbeddings(
+            model=GEMINI_MODEL, google_api_key=SecretStr("not-needed"), base_url=url
+        )
+    from langchain_openai import OpenAIEmbeddings
+
+    return OpenAIEmbeddings(
+        model=MODEL, base_url=url, api_key=SecretStr("not-needed"), check_embedding_ctx_length=False
+    )
+
+
+def _langchain(folder: Path, store: Path, url: str, provider: str) -> int:
+    from chromadb.config import Settings
+    from langchain_chroma import Chroma
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     docs = _texts(folder)
     words = sum(len(t.split()) for _, t in docs)
@@ -89,12 +157,9 @@ def _langchain(folder: Path, store: Path, url: str) -> int:
     documents = splitter.create_documents(
         [t for _, t in docs], metadatas=[{"source": n} for n, _ in docs]
     )
-    embeddings = OpenAIEmbeddings(
-        model=MODEL, base_url=url, api_key=SecretStr("not-needed"), check_embedding_ctx_length=False
-    )
     Chroma.from_documents(
         documents,
-        embeddings,
+        _langchain_embeddings(url, provider),
         collection_name="bench",
         persist_directory=str(store),
         client_settings=Settings(anonymized_telemetry=False, is_persistent=True),
@@ -103,12 +168,23 @@ def _langchain(folder: Path, store: Path, url: str) -> int:
     return len(documents)
 
 
-def _llamaindex(folder: Path, store: Path, url: str) -> int:
+def _llamaindex_embedding(url: str, provider: str) -> Any:
+    if provider == "google":
+        from llama_index.embeddings.google_genai import GoogleGenAIEmbedding
+
+        return GoogleGenAIEmbedding(
+            model_name=GEMINI_MODEL, api_key="not-needed", http_options={"base_url": url}
+        )
+    from llama_index.embeddings.openai import OpenAIEmbedding
+
+    return OpenAIEmbedding(model=MODEL, api_base=url, api_key="not-needed")
+
+
+def _llamaindex(folder: Path, store: Path, url: str, provider: str) -> int:
     import chromadb
     from chromadb.config import Settings
     from llama_index.core import Document, StorageContext, VectorStoreIndex
     from llama_index.core.node_parser import SentenceSplitter
-    from llama_index.embeddings.openai import OpenAIEmbedding
     from llama_index.vector_stores.chroma import ChromaVectorStore
 
     client = chromadb.PersistentClient(
@@ -121,7 +197,7 @@ def _llamaindex(folder: Path, store: Path, url: str) -> int:
     index = VectorStoreIndex.from_documents(
         documents,
         storage_context=storage,
-        embed_model=OpenAIEmbedding(model=MODEL, api_base=url, api_key="not-needed"),
+        embed_model=_llamaindex_embedding(url, provider),
         transformations=[splitter],
         use_async=True,
     )
@@ -129,33 +205,55 @@ def _llamaindex(folder: Path, store: Path, url: str) -> int:
     return int(collection.count())
 
 
-def hosted_worker(impl: str, folder: str, url: str, concurrency: int) -> dict[str, Any]:
-    """Index ``folder`` with ``impl`` through the embedding server at ``url``; time it."""
+_PEER_MODULES = {
+    ("langchain", "openai"): "langchain_openai",
+    ("langchain", "google"): "langchain_google_genai",
+    ("llamaindex", "openai"): "llama_index.embeddings.openai",
+    ("llamaindex", "google"): "llama_index.embeddings.google_genai",
+}
+
+
+def hosted_worker(
+    impl: str, folder: str, url: str, concurrency: int, provider: str = "openai"
+) -> dict[str, Any]:
+    """Index ``folder`` with ``impl`` through the ``provider``-like embedding server at ``url``
+    (``openai``: ``/v1/embeddings``; ``google``: Gemini ``batchEmbedContents``); time it."""
     import chromadb  # noqa: F401 - import cost is not indexing cost
 
-    if impl == "langchain":
-        import langchain_chroma  # noqa: F401
-        import langchain_openai  # noqa: F401
-    elif impl == "llamaindex":
-        import llama_index.core
-        import llama_index.embeddings.openai  # noqa: F401
+    if provider == "google":  # selfroute's Gemini client reads its endpoint and key from here
+        os.environ["GOOGLE_GEMINI_BASE_URL"] = url
+        os.environ.setdefault("GOOGLE_API_KEY", "not-needed")
+    if impl in ("langchain", "llamaindex"):
+        importlib.import_module(_PEER_MODULES[impl, provider])
+        importlib.import_module("langchain_chroma" if impl == "langchain" else "llama_index.core")
+    elif impl == "ours-langchain":
+        import langchain_selfroute  # noqa: F401
+    elif impl == "ours-llamaindex":
+        import llamaindex_selfroute  # noqa: F401
     words = sum(len(t.split()) for _, t in _texts(Path(folder)))
     with tempfile.TemporaryDirectory(prefix="selfroute-bench-") as tmp:
+        store = Path(tmp) / "store"
         t0 = time.perf_counter()
         if impl == "ours":
-            chunks = _ours(Path(folder), Path(tmp) / "store", url, concurrency)
+            chunks = _ours(Path(folder), store, url, concurrency, provider)
+        elif impl == "ours-langchain":
+            chunks = _ours_langchain(Path(folder), store, url, concurrency, provider)
+        elif impl == "ours-llamaindex":
+            chunks = _ours_llamaindex(Path(folder), store, url, concurrency, provider)
         elif impl == "langchain":
-            chunks = _langchain(Path(folder), Path(tmp) / "store", url)
+            chunks = _langchain(Path(folder), store, url, provider)
         else:
-            chunks = _llamaindex(Path(folder), Path(tmp) / "store", url)
+            chunks = _llamaindex(Path(folder), store, url, provider)
         seconds = time.perf_counter() - t0
     return {"impl": impl, "chunks": chunks, "words": words, "seconds": seconds}
 
 
-def _start_server() -> tuple[subprocess.Popen[str], str]:
+def _start_server(provider: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    module = "openai_server" if provider == "openai" else "gemini_server"
+    dim = "1536" if provider == "openai" else "3072"  # each model's default size
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_server", "--embed-dim", "1536",
+        [sys.executable, "-m", f"tests.support.{module}", "--embed-dim", dim,
          "--embed-base-ms", "40", "--embed-us-per-token", "4", "--embed-max-concurrent", "16"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO_ROOT,
     )  # fmt: skip
@@ -163,65 +261,97 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
     return proc, proc.stdout.readline().strip()
 
 
-def hosted_rows(ctx: BenchContext, concurrency: int = 16) -> tuple[list[Row], list[str]]:
-    """The hosted-embedding row (words/s, ours versus the faster peer) and its detail table;
-    no rows (a note) when the data is absent or a peer's package is missing."""
-    docs = hosted_documents(ctx.data, ctx.quick)
-    if not docs:
-        return [], [f"hosted-embedding row not run: no LaRA or SQuAD documents under {ctx.data}"]
-    try:
-        import langchain_openai  # noqa: F401
-        import llama_index.embeddings.openai  # noqa: F401
-    except ImportError as exc:
-        return [], [f"hosted-embedding row not run: {exc.name} is not installed"]
+#: (provider, our implementations) measured against both peers of that provider.
+PLAN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai", OURS),
+    ("google", ("ours",)),
+)
+_ENDPOINT = {
+    "openai": "/v1/embeddings, 1536 dims",
+    "google": "Gemini :batchEmbedContents, 3072 dims",
+}
+_WHAT = {
+    "ours": "selfroute index",
+    "ours-langchain": "langchain_selfroute.index_documents + HostedEmbeddings",
+    "ours-llamaindex": "llamaindex_selfroute.build_index + HostedEmbedding",
+}
+
+
+def _measure(
+    ctx: BenchContext, provider: str, impls: tuple[str, ...], folder: str, concurrency: int
+) -> dict[str, dict[str, Any]]:
+    """Best-of-rounds measurements of ``impls`` against one server of ``provider``'s kind."""
     rounds = 1 if ctx.quick else 2
     best: dict[str, dict[str, Any]] = {}
-    proc, url = _start_server()
+    proc, url = _start_server(provider)
     try:
-        with tempfile.TemporaryDirectory(prefix="selfroute-bench-docs-") as tmp:
-            for name, text in docs:
-                (Path(tmp) / f"{name}.txt").write_text(text, encoding="utf-8")
-            for r in range(rounds):
-                for impl in IMPLS if r % 2 == 0 else tuple(reversed(IMPLS)):
-                    m = spawn_worker(
-                        "benchmarks.bench_indexing",
-                        [f"hosted-{impl}", tmp, url, concurrency],
-                        timeout=900,
-                    )
-                    m["rate"] = m["words"] / m["seconds"]
-                    ctx.log(
-                        f"  [4] hosted {impl} round {r + 1}: {m['rate']:,.0f} words/s, "
-                        f"{m['chunks']:,} chunks, {m['seconds']:.2f} s"
-                    )
-                    if impl not in best or m["rate"] > best[impl]["rate"]:
-                        best[impl] = m
+        for r in range(rounds):
+            for impl in impls if r % 2 == 0 else tuple(reversed(impls)):
+                m = spawn_worker(
+                    "benchmarks.bench_indexing",
+                    [f"hosted-{impl}", folder, url, concurrency, provider],
+                    timeout=900,
+                )
+                m["rate"] = m["words"] / m["seconds"]
+                ctx.log(
+                    f"  [4] hosted {provider} {impl} round {r + 1}: {m['rate']:,.0f} words/s, "
+                    f"{m['chunks']:,} chunks, {m['seconds']:.2f} s"
+                )
+                if impl not in best or m["rate"] > best[impl]["rate"]:
+                    best[impl] = m
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    peer = max(("langchain", "llamaindex"), key=lambda i: best[i]["rate"])
-    ratio = best["ours"]["rate"] / best[peer]["rate"]
-    words = best["ours"]["words"]
-    row = Row(
-        f"hosted embedding (loopback /v1/embeddings, 40 ms + 4 us/token, 16 at once), "
-        f"{len(docs)} long documents ({words:,} words): words/s vs the faster peer "
-        f"({_NAMES[peer]})",
-        f"{best[peer]['rate']:,.0f}",
-        f"{best['ours']['rate']:,.0f}",
-        f"{ratio:.2f}",
-        ">= 2.0",
-        ratio >= 2.0,
+    return best
+
+
+def hosted_rows(ctx: BenchContext, concurrency: int = 16) -> tuple[list[Row], list[str]]:
+    """The hosted-embedding rows (words/s, each of ours versus the faster peer on the same
+    provider-like server) and their detail tables; a note instead of a provider's rows when the
+    data is absent or a peer's package is missing."""
+    docs = hosted_documents(ctx.data, ctx.quick)
+    if not docs:
+        return [], [f"hosted-embedding rows not run: no LaRA or SQuAD documents under {ctx.data}"]
+    rows: list[Row] = []
+    extra: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="selfroute-bench-docs-") as tmp:
+        for name, text in docs:
+            (Path(tmp) / f"{name}.txt").write_text(text, encoding="utf-8")
+        for provider, ours in PLAN:
+            try:
+                for peer in PEERS:
+                    importlib.import_module(_PEER_MODULES[peer, provider])
+            except ImportError as exc:
+                extra.append(f"hosted {provider} rows not run: {exc.name} is not installed")
+                continue
+            impls = (*PEERS, *ours)
+            best = _measure(ctx, provider, impls, tmp, concurrency)
+            peer = max(PEERS, key=lambda i: best[i]["rate"])
+            for impl in ours:
+                ratio = best[impl]["rate"] / best[peer]["rate"]
+                rows.append(
+                    Row(
+                        f"hosted embedding, {_WHAT[impl]} (loopback {_ENDPOINT[provider]}, "
+                        f"40 ms + 4 us/token, 16 at once), {len(docs)} long documents "
+                        f"({best[impl]['words']:,} words): words/s vs the faster peer "
+                        f"({_NAMES[peer]})",
+                        f"{best[peer]['rate']:,.0f}",
+                        f"{best[impl]['rate']:,.0f}",
+                        f"{ratio:.2f}",
+                        ">= 2.0",
+                        ratio >= 2.0,
+                    )
+                )
+            cells = [
+                [provider, _NAMES[i], f"{best[i]['chunks']:,}", f"{best[i]['words']:,}",
+                 f"{best[i]['seconds']:.2f}", f"{best[i]['rate']:,.0f}"]
+                for i in impls
+            ]  # fmt: skip
+            header = ["provider", "implementation", "chunks", "words", "seconds (best)", "words/s"]
+            extra.append(markdown_table(header, cells))
+    extra.append(
+        f"Hosted-embedding rows: best of {1 if ctx.quick else 2} interleaved rounds per "
+        f"implementation, each in a fresh subprocess, against one loopback embedding server per "
+        f"provider in its own process; selfroute with {concurrency} embedding requests in flight."
     )
-    table = markdown_table(
-        ["implementation", "chunks", "words", "seconds (best)", "words/s"],
-        [
-            [_NAMES[i], f"{best[i]['chunks']:,}", f"{best[i]['words']:,}",
-             f"{best[i]['seconds']:.2f}", f"{best[i]['rate']:,.0f}"]
-            for i in IMPLS
-        ],
-    )  # fmt: skip
-    note = (
-        f"Hosted-embedding row: best of {rounds} interleaved rounds per implementation, each in a "
-        f"fresh subprocess, against one loopback embedding server in its own process; selfroute "
-        f"with embedding_concurrency={concurrency}."
-    )
-    return [row], [table, note]
+    return rows, extra

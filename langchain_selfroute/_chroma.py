@@ -298,10 +298,36 @@ def index_documents(
                 vectorstore.delete(where=where)
     elif has_get_by_ids(vectorstore):
         _delete_stale(vectorstore, chunks, id_key)
-    for start in range(0, len(chunks), batch_size):
-        batch_docs = chunks[start : start + batch_size]
-        vectorstore.add_documents(batch_docs, ids=[str(d.id) for d in batch_docs])
+    if not _add_embedding_ahead(vectorstore, chunks, batch_size):
+        for start in range(0, len(chunks), batch_size):
+            batch_docs = chunks[start : start + batch_size]
+            vectorstore.add_documents(batch_docs, ids=[str(d.id) for d in batch_docs])
     return list(dict.fromkeys(str(c.metadata[id_key]) for c in chunks))
+
+
+def _add_embedding_ahead(vectorstore: VectorStore, chunks: list[Document], batch_size: int) -> bool:
+    """Add ``chunks`` to a Chroma store whose embedding is a :class:`HostedEmbeddings`, in
+    batches of up to ``batch_size`` (smaller at first), with the next batches' embedding requests
+    in flight while each batch is written; ``False`` (nothing done) for any other store or
+    embedding."""
+    from langchain_selfroute._embeddings import HostedEmbeddings
+    from selfroute.stores._ahead import embed_ahead, ramp_batches
+
+    if not is_chroma(vectorstore):
+        return False
+    embedder = cast("Chroma", vectorstore).embeddings
+    if not isinstance(embedder, HostedEmbeddings):
+        return False
+    collection = cast("Chroma", vectorstore)._collection
+    pairs = ((batch, [d.page_content for d in batch]) for batch in ramp_batches(chunks, batch_size))
+    for batch, vectors in embed_ahead(embedder.submit, pairs, step="index_documents"):
+        collection.upsert(  # what Chroma.add_texts sends, with the vectors already there
+            ids=[str(d.id) for d in batch],
+            embeddings=vectors,
+            documents=[d.page_content for d in batch],
+            metadatas=[d.metadata for d in batch],
+        )
+    return True
 
 
 def _replace_filters(

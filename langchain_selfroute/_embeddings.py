@@ -9,7 +9,11 @@ from langchain_core.embeddings import Embeddings
 
 from selfroute._embeddings import DEFAULT_EMBEDDING_DIM, HashingEmbedding
 from selfroute.stores._embedding import EmbeddingChoice
-from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY, HostedEmbedder
+from selfroute.stores._hosted import (
+    DEFAULT_EMBEDDING_CONCURRENCY,
+    HostedEmbedder,
+    PendingVectors,
+)
 
 __all__ = ["HashingEmbeddings", "HostedEmbeddings"]
 
@@ -104,6 +108,11 @@ class HostedEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed documents concurrently (vectors in input order)."""
         return [v.tolist() for v in self._impl.embed(texts)]
+
+    def submit(self, texts: list[str]) -> PendingVectors:
+        """Send ``texts`` out and return their pending float32 vectors at once (``.result()``
+        waits for them, ``.cancel()`` drops the requests not started)."""
+        return self._impl.submit(texts)
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a query."""

@@ -11,7 +11,11 @@ from pydantic import Field, PrivateAttr
 from selfroute._embeddings import CHROMA_EMBEDDING_NAME, DEFAULT_EMBEDDING_DIM
 from selfroute._embeddings import HashingEmbedding as _HashingEmbedding
 from selfroute.stores._embedding import EmbeddingChoice
-from selfroute.stores._hosted import DEFAULT_EMBEDDING_CONCURRENCY, HostedEmbedder
+from selfroute.stores._hosted import (
+    DEFAULT_EMBEDDING_CONCURRENCY,
+    HostedEmbedder,
+    PendingVectors,
+)
 
 __all__ = ["HashingEmbedding", "HostedEmbedding"]
 
@@ -125,6 +129,11 @@ class HostedEmbedding(BaseEmbedding):
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         return [v.tolist() for v in self._impl.embed(texts)]
+
+    def submit(self, texts: list[str]) -> PendingVectors:
+        """Send ``texts`` out and return their pending float32 vectors at once (``.result()``
+        waits for them, ``.cancel()`` drops the requests not started)."""
+        return self._impl.submit(texts)
 
     async def _aget_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         if not texts:

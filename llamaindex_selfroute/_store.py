@@ -39,6 +39,8 @@ _CHROMA_DIR = "chroma"
 _INDEX_STORE_FILE = "index_store.json"
 _INDEX_ID = "selfroute"
 _MANIFEST_FILE = "selfroute_index.json"
+#: Nodes per ``insert_nodes`` when embedding ahead through a ``HostedEmbedding``.
+_INSERT_BATCH = 256
 
 _BUILD_KEYS = frozenset(
     {
@@ -204,7 +206,9 @@ def build_index(
         if vector_store is not None:
             name = None
         storage = StorageContext.from_defaults(vector_store=store)
-        index = VectorStoreIndex([], storage_context=storage, embed_model=embed)
+        index = VectorStoreIndex(
+            [], storage_context=storage, embed_model=embed, transformations=[parser]
+        )  # transformations: not Settings' default splitter, whose tokenizer takes 0.25 s to load
         index.set_index_id(_INDEX_ID)
     docstore = index.docstore
     stored = {doc.node_id: _stored_metadata(docstore, doc.node_id) for doc in docs}
@@ -222,7 +226,7 @@ def build_index(
     for doc in docs:  # re-ingesting a document replaces its chunks
         if stored[doc.node_id] is not None:
             index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
-    index.insert_nodes(parser.get_nodes_from_documents(docs, show_progress=show_progress))
+    _insert_nodes(index, parser.get_nodes_from_documents(docs, show_progress=show_progress), embed)
     docstore.add_documents(docs, allow_update=True)
     if root is not None:
         index.storage_context.persist(persist_dir=str(root))
@@ -237,6 +241,26 @@ def build_index(
             },
         )
     return index
+
+
+def _insert_nodes(index: VectorStoreIndex, nodes: list[BaseNode], embed: Any) -> None:
+    """Insert ``nodes``; with a :class:`HostedEmbedding`, in batches of up to ``_INSERT_BATCH``
+    (smaller at first) with the next batches' embedding requests in flight while each batch is
+    written."""
+    from llamaindex_selfroute._embeddings import HostedEmbedding
+    from selfroute.stores._ahead import embed_ahead, ramp_batches
+
+    if not isinstance(embed, HostedEmbedding) or not nodes:
+        index.insert_nodes(nodes)
+        return
+    batches = (
+        (batch, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in batch])
+        for batch in ramp_batches(nodes, _INSERT_BATCH)
+    )
+    for batch, vectors in embed_ahead(embed.submit, batches, step="build_index"):
+        for node, vector in zip(batch, vectors, strict=True):
+            node.embedding = vector.tolist()
+        index.insert_nodes(batch)  # nodes with an embedding are not embedded again
 
 
 def load_index(

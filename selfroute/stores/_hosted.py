@@ -210,9 +210,34 @@ class EmbedStats:
 class PendingVectors:
     """The vectors of one :meth:`HostedEmbedder.submit`, in input order once all are back."""
 
-    def __init__(self, plan: Future[list[Future[list[Any]]]], count: int) -> None:
+    def __init__(
+        self,
+        plan: Future[list[Future[list[Any]]]],
+        count: int,
+        sent: list[threading.Event] | None = None,
+        saturated: Callable[[], bool] | None = None,
+    ) -> None:
         self._plan = plan
         self._count = count
+        self._sent = sent if sent is not None else []
+        self._saturated = saturated or (lambda: False)
+
+    def wait_sent(self, timeout: float = 1.0) -> bool:
+        """Wait until every started request's body is on the wire (requests queued for a free
+        connection are not waited for), at most ``timeout`` seconds; whether they are. A caller about to hold the GIL for long (a Chroma
+        write) calls this first, so the provider works on the requests meanwhile."""
+        deadline = time.monotonic() + timeout
+        try:
+            parts = self._plan.result(timeout=timeout)
+        except BaseException:  # cancelled, failed or slow: result() reports it
+            return self._plan.done()
+        for event, part in zip(self._sent, parts, strict=False):
+            while not event.wait(0.002) and not part.done():
+                if not part.running() and self._saturated():
+                    break  # queued behind requests on every connection: the provider's pace
+                if time.monotonic() >= deadline:
+                    return False
+        return True
 
     def result(self) -> list[Any]:
         """Wait for every request; the first failure is raised (the others are cancelled)."""
@@ -433,7 +458,13 @@ class HostedEmbedder:
         """Send ``texts`` out (token-sized requests, in order, after those of earlier calls)
         and return their vectors' :class:`PendingVectors` at once: tokens are counted and the
         requests sent on a thread of the embedder's."""
-        return PendingVectors(self._planner.submit(self._send, list(texts)), len(texts))
+        sent: list[threading.Event] = []
+        plan = self._planner.submit(self._send, list(texts), sent)
+        return PendingVectors(plan, len(texts), sent, self._saturated)
+
+    def _saturated(self) -> bool:
+        with self._lock:
+            return self._active >= self.concurrency
 
     @property
     def _counter(self) -> TokenCounter:
@@ -442,7 +473,7 @@ class HostedEmbedder:
             self._given_counter = default_token_counter()
         return self._given_counter
 
-    def _send(self, texts: list[str]) -> list[Future[list[Any]]]:
+    def _send(self, texts: list[str], sent: list[threading.Event]) -> list[Future[list[Any]]]:
         limits = self._protocol.limits
         cap = int(limits.max_input_tokens * _MARGIN)
         prepared: list[str] = []
@@ -459,21 +490,27 @@ class HostedEmbedder:
             sizes.append(size)
         with self._lock:
             self._stats.truncated += cut
+        spans = plan_requests(sizes, limits, spread=self.concurrency)
+        sent.extend(threading.Event() for _ in spans)
         return [
-            self._pool.submit(self._embed, prepared[a:b], sum(sizes[a:b]))
-            for a, b in plan_requests(sizes, limits, spread=self.concurrency)
+            self._pool.submit(self._embed, prepared[a:b], sum(sizes[a:b]), event)
+            for (a, b), event in zip(spans, sent, strict=True)
         ]
 
     def embed(self, texts: Sequence[str]) -> list[Any]:
         """The vectors of ``texts``, in order (see :meth:`submit`)."""
         return self.submit(texts).result() if texts else []
 
-    def _embed(self, texts: list[str], bound: int) -> list[Any]:
+    def _embed(
+        self, texts: list[str], bound: int, sent: threading.Event | None = None
+    ) -> list[Any]:
         self._enter()
         try:
-            vectors, tokens = self._with_retries(texts)
+            vectors, tokens = self._with_retries(texts, sent)
         finally:
             self._leave()
+            if sent is not None:
+                sent.set()
         with self._lock:
             self._stats.inputs += len(texts)
             self._stats.tokens += tokens if tokens is not None else -(-bound // 4)
@@ -492,13 +529,15 @@ class HostedEmbedder:
             if self._active == 0:
                 self._stats.seconds += time.perf_counter() - self._busy_since
 
-    def _with_retries(self, texts: list[str]) -> tuple[list[Any], int | None]:
+    def _with_retries(
+        self, texts: list[str], sent: threading.Event | None = None
+    ) -> tuple[list[Any], int | None]:
         last = ""
         for attempt in range(self.max_attempts):
             if self._stop.is_set():
                 raise CancelledError("indexing stopped")
             try:
-                return self._attempt(texts)
+                return self._attempt(texts, sent)
             except _Failure as failure:
                 last = str(failure)
                 if not failure.retryable:
@@ -521,14 +560,27 @@ class HostedEmbedder:
             embedding=self.choice.spec,
         )
 
-    def _attempt(self, texts: list[str]) -> tuple[list[Any], int | None]:
+    def _attempt(
+        self, texts: list[str], sent: threading.Event | None = None
+    ) -> tuple[list[Any], int | None]:
         import httpx
 
         protocol = self._protocol
         as_base64 = self._base64 and protocol.name == "openai"
+        extensions: dict[str, Any] = {}
+        if sent is not None:
+
+            def trace(event: str, info: Any) -> None:
+                if event.endswith("send_request_body.complete"):
+                    sent.set()  # the provider has the request: wait_sent may return
+
+            extensions["trace"] = trace
         try:
             response = self._http.post(
-                protocol.url, json=protocol.body(texts, as_base64), headers=protocol.headers
+                protocol.url,
+                json=protocol.body(texts, as_base64),
+                headers=protocol.headers,
+                extensions=extensions,
             )
         except httpx.HTTPError as exc:
             detail = _clean(f"{type(exc).__name__}: {exc}", protocol.headers)
