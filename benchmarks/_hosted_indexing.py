@@ -135,9 +135,8 @@ def _langchain_embeddings(url: str, provider: str) -> Any:
     if provider == "google":
         from langchain_google_genai import GoogleGenerativeAIEmbeddings
 
-        return GoogleGenerativeAIEmbeddings(
-            model=GEMINI_MODEL, google_api_key=SecretStr("not-needed"), base_url=url
-        )
+        options: dict[str, Any] = {"google_api_key": SecretStr("not-needed"), "base_url": url}
+        return GoogleGenerativeAIEmbeddings(model=GEMINI_MODEL, **options)
     from langchain_openai import OpenAIEmbeddings
 
     return OpenAIEmbeddings(
@@ -170,10 +169,11 @@ def _langchain(folder: Path, store: Path, url: str, provider: str) -> int:
 
 def _llamaindex_embedding(url: str, provider: str) -> Any:
     if provider == "google":
+        from google.genai.types import HttpOptions
         from llama_index.embeddings.google_genai import GoogleGenAIEmbedding
 
         return GoogleGenAIEmbedding(
-            model_name=GEMINI_MODEL, api_key="not-needed", http_options={"base_url": url}
+            model_name=GEMINI_MODEL, api_key="not-needed", http_options=HttpOptions(base_url=url)
         )
     from llama_index.embeddings.openai import OpenAIEmbedding
 

@@ -337,6 +337,7 @@ def html_reader_row(ctx: BenchContext) -> Row:
 if __name__ == "__main__":
     if sys.argv[1].startswith("hosted-"):
         impl = sys.argv[1].removeprefix("hosted-")
-        print(json.dumps(hosted_worker(impl, *sys.argv[2:4], int(sys.argv[4]), *sys.argv[5:6])))
+        folder, url, concurrency, *provider = sys.argv[2:6]
+        print(json.dumps(hosted_worker(impl, folder, url, int(concurrency), *provider)))
     else:
         print(json.dumps(worker(sys.argv[1], int(sys.argv[2]), sys.argv[3])))

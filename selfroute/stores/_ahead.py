@@ -102,7 +102,10 @@ def embed_ahead(
                 vectors = handle.result()
             except BaseException as exc:
                 _cancel(pending)
-                exc.add_note(f"{step}: embedding batch {index + 1} ({count} texts) failed")
+                note = f"{step}: embedding batch {index + 1} ({count} texts) failed"
+                add_note = getattr(exc, "add_note", None)  # Python 3.11+
+                if add_note is not None:
+                    add_note(note)
                 raise
             fill(ahead)  # the next batches go out before this one is written
             for _, _, _, later in pending:
