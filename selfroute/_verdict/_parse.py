@@ -26,12 +26,25 @@ from selfroute._verdict._grammar import (
     content_stems,
     decline_shape,
 )
-from selfroute._verdict._rules import DECLINE_OPENINGS, TRIGGER, RuleKind, rule, rules
+from selfroute._verdict._rules import (
+    ASKED_GUARDS,
+    DECLINE_OPENINGS,
+    TRIGGER,
+    RuleKind,
+    rule,
+    rules,
+)
 from selfroute._verdict._vocabulary import (
     ADVERBS,
+    ADVS,
+    BASE,
+    INSTRUMENT_HEADS,
+    NEGATION,
+    PAST,
     SOURCE_DETERMINERS,
     SOURCE_HEADS,
     SOURCE_MODIFIERS,
+    THIRD,
 )
 
 __all__ = [
@@ -218,9 +231,14 @@ def says_nothing_yet(text: str) -> bool:
     "You asked about the CEO's salary." or "The report covers the company's finances." decides
     nothing: the next sentence makes it a decline or an answer (the streaming hold waits for it).
     """
-    cleaned = _clean(strip_reasoning(text)[0])
+    body = strip_reasoning(text)[0]
+    cleaned = _clean(body)
     sentences = _Sentences(cleaned, _norm(cleaned))
-    return all(sentences.kind(i) in "NP" for i in range(len(sentences)))
+    titled = _titled(body)
+    return all(
+        sentences.kind(i) in "NP" or (titled and i == 0 and sentences.kind(i) == "C")
+        for i in range(len(sentences))
+    )
 
 
 def complete_sentences(text: str) -> str:
@@ -574,7 +592,7 @@ class _Sentences:
     describes) would give the same verdict at several times the cost.
     """
 
-    __slots__ = ("_kinds", "_norms", "_raw", "_refusals", "_triggers", "may_give_up")
+    __slots__ = ("_flat", "_kinds", "_may_give_up", "_norms", "_raw", "_refusals", "_triggers")
 
     def __init__(self, cleaned: str, flat: str) -> None:
         self._raw = _sentences(cleaned)
@@ -584,14 +602,23 @@ class _Sentences:
         maybe = len(cleaned) > _MAX_SENTENCE_CHARS or _TRIGGER.search(flat) is not None
         self._triggers: list[bool | None] = [None if maybe else False] * len(self._raw)
         self._refusals: list[bool | None] = [None if maybe else False] * len(self._raw)
-        #: Whether any sentence can give up on the question (``_GIVES_UP`` needs these words).
-        self.may_give_up = (
-            ("answer" in flat and ("able" in flat or "question" in flat))
-            or ("respond" in flat and "question" in flat)
-            or ("question" in flat and ("address" in flat or "part" in flat))
-            or "it is unable" in flat
-            or "it was unable" in flat
-        )
+        self._flat = flat
+        self._may_give_up: bool | None = None
+
+    @property
+    def may_give_up(self) -> bool:
+        """Whether any sentence can give up on the question (``_GIVES_UP`` needs these words)."""
+        may = self._may_give_up
+        if may is None:
+            flat = self._flat
+            may = self._may_give_up = (
+                ("answer" in flat and ("able" in flat or "question" in flat))
+                or ("respond" in flat and "question" in flat)
+                or ("question" in flat and ("address" in flat or "part" in flat))
+                or "it is unable" in flat
+                or "it was unable" in flat
+            )
+        return may
 
     def __len__(self) -> int:
         return len(self._raw)
@@ -668,14 +695,49 @@ def _cannot_decline(flat: str, length: int) -> bool:
     )
 
 
+#: An opening markdown heading of a few words on its own line ("## Uptime SLA").
+_HEADING = re.compile(r"[ \t]{0,3}#{1,6}[ \t]+[^\n#]{1,100}?[ \t#]*(?:\n|\Z)")
+_HEADING_WORDS = 12
+
+
+def _titled(body: str) -> bool:
+    """Whether ``body`` (before :func:`_clean`) opens with a markdown heading of a few words.
+
+    A heading names the topic ("# Scope 3 emissions, 2022"): it decides nothing, so a decline
+    right after it opens the answer. (A bold line is not one: "**1972**" is often the answer.)
+    """
+    text = body.lstrip("\n\r\t ")
+    if text[:1] != "#":
+        return False
+    m = _HEADING.match(text)
+    return m is not None and len(_WORD_RUN.findall(m.group())) <= _HEADING_WORDS
+
+
+def _commits_after_concession(sentence: str) -> bool:
+    """Whether declining ``sentence`` opens with a conceded decline and then commits.
+
+    "Although the text does not name its author, the pamphlet's main argument is clear: ...":
+    the decline is conceded in passing; the main clause answers.
+    """
+    m = _LEADING_CONCESSION.match(_lead_stripped(sentence))
+    return (
+        m is not None and _is_refusal(m.group(1)) and _commits(_lead_stripped(sentence)[m.end() :])
+    )
+
+
 def _refusal_verdict(
-    cleaned: str, shape: QuestionShape | None = None, flat: str | None = None
+    cleaned: str,
+    shape: QuestionShape | None = None,
+    flat: str | None = None,
+    *,
+    titled: bool = False,
 ) -> str | None:
     """Return the phrase that makes ``cleaned`` a natural-language decline, or ``None``.
 
     With the question's ``shape``: an opening "No, ..." answers a yes/no question, and an answer
     that later declares the asked-for item absent is a (partial) decline. ``flat`` is
-    ``_norm(cleaned)``, when the caller has it.
+    ``_norm(cleaned)``, when the caller has it. ``titled``: the output opens with a markdown
+    heading (:func:`_titled`), which names the topic and decides nothing, like a restatement.
     """
     if flat is None:
         flat = _norm(cleaned)
@@ -691,6 +753,10 @@ def _refusal_verdict(
     kind = sentences.kind(first)
     if kind == "X":
         kind = "C"  # "To prepare, you should consult your doctor ...": an instruction
+    if titled and first == 0 and kind == "C":
+        kind = "N"  # "# Uptime SLA\n\nThe agreement does not define an uptime SLA. ...": a title
+    if kind == "R" and _commits_after_concession(sentences[first]):
+        kind = "C"  # "Although the text does not name its author, its argument is clear: ..."
     if kind == "N":  # "The report covers the company's finances. It does not give the salary."
         nxt = next((i for i in range(first + 1, count) if sentences.kind(i) not in "NP"), None)
         if (
@@ -777,6 +843,9 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
         for i in range(first + 1, count):
             if _gives_up(sentences, i, shape):
                 return sentences.phrase(i)
+    asked = _gives_up_what_was_asked(sentences, first)
+    if asked is not None:
+        return asked
     if shape is not None and not shape.yes_no:
         for i in range(first + 1, count):
             if (
@@ -790,6 +859,35 @@ def _closing_decline(sentences: _Sentences, first: int, shape: QuestionShape | N
                 ):
                     return None  # "... Therefore, X is Y.": the final verdict commits
                 return sentences.phrase(i)
+    return None
+
+
+#: "... so I can't give you the figure you asked for" (see :func:`_gives_up_what_was_asked`).
+_GIVES_UP_ASKED = re.compile(rule("gives-up-what-was-asked").pattern)
+#: How many closing sentences are read for it.
+_ASKED_TAIL = 3
+
+
+def _gives_up_what_was_asked(sentences: _Sentences, first: int) -> str | None:
+    """The closing sentence after content that names what was asked as not given, if any.
+
+    "That tells you the funding, so I can't give you the figure you asked for.", "I can tell you
+    the gram-negative values, but not the MRSA figure you're asking about.": only requests,
+    pointers and apologies may follow it. Searched only in the last few sentences.
+    """
+    count = len(sentences)
+    for i in range(count - 1, max(first, count - 1 - _ASKED_TAIL), -1):
+        sentence = sentences[i]
+        if _contains(sentence, ASKED_GUARDS):
+            core = _lead_stripped(sentence)
+            m = _GIVES_UP_ASKED.search(core)
+            if (
+                m is not None
+                and not _HYPOTHETICAL.search(core, 0, m.start())
+                and not _one_source_give_up(core, m)
+                and all(sentences.kind(j) in "QXP" for j in range(i + 1, count))
+            ):
+                return m.group(0)
     return None
 
 
@@ -1063,6 +1161,8 @@ def _infers_answer(sentence: str) -> bool:
     """Whether ``sentence`` commits to an answer by inference ("This suggests that she ...")."""
     if not _any_row(sentence, _INFERS):
         return False
+    if _contains(sentence, ASKED_GUARDS) and _GIVES_UP_ASKED.search(sentence):
+        return False  # "So I can tell you X, but not the figure you're asking about."
     m = _LEADING_CONCESSION.match(sentence)  # "So, while her age is not given, she is probably ..."
     return _commits(sentence[m.end() :] if m is not None else sentence)
 
@@ -1070,6 +1170,13 @@ def _infers_answer(sentence: str) -> bool:
 def _inferred_after(sentences: _Sentences, start: int) -> int | None:
     """The first sentence from ``start`` on that infers an answer, if any."""
     return next((j for j in range(start, len(sentences)) if _infers_answer(sentences[j])), None)
+
+
+#: A clause that goes on declining: a negated verb of information, its subject left out or a
+#: pronoun ("..., but never says how much", "but it does not give the date").
+_STILL_DECLINING = re.compile(
+    rf"^(?:(?:it|they|he|she|the \w+) )?(?:{NEGATION}{ADVS} {BASE}|never{ADVS} (?:{THIRD}|{PAST}))\b"
+)
 
 
 def _opening_decline(sentences: _Sentences, first: int) -> str | None:
@@ -1082,7 +1189,13 @@ def _opening_decline(sentences: _Sentences, first: int) -> str | None:
     head = sentences[first]
     # "The text does not specify X, but it seems Y": the decline is a hedge before an answer.
     parts = _clauses(head)
-    described = len(parts) == 2 and _is_refusal(parts[0]) and _commits(parts[1])
+    described = (
+        len(parts) == 2
+        and _is_refusal(parts[0])
+        and _commits(parts[1])
+        # "... the founder mentions the round but never says how much was raised": still declining
+        and _STILL_DECLINING.match(parts[1]) is None
+    )
     hedged = described and not _describes_instead(parts[1])
     rest = first + 1
     if not hedged:
@@ -1462,14 +1575,17 @@ def parse_verdict(
         return Verdict(kind=kind, answer="")
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
-    verdict = _rules_verdict(cleaned, sentinel, strict, question)
+    verdict = _rules_verdict(cleaned, sentinel, strict, question, titled=_titled(body))
     if detector is not None and verdict.answered and _consult(detector, cleaned, question):
         return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=detector_name(detector))
     return verdict
 
 
-def _rules_verdict(cleaned: str, sentinel: str, strict: bool, question: str | None) -> Verdict:
-    """The rules' verdict on a cleaned output that has letters or digits."""
+def _rules_verdict(
+    cleaned: str, sentinel: str, strict: bool, question: str | None, *, titled: bool = False
+) -> Verdict:
+    """The rules' verdict on a cleaned output that has letters or digits (``titled``: see
+    :func:`_titled`)."""
     flat = _norm(cleaned)
     shape = _question_shape(question) if question and question.strip() else None
     matched = _sentinel_verdict(cleaned, sentinel, flat)
@@ -1479,7 +1595,7 @@ def _rules_verdict(cleaned: str, sentinel: str, strict: bool, question: str | No
         if shape is not None and _echoes(flat, question or ""):
             # "types of food in france" for "types of food in france": no answer at all
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=cleaned)
-        phrase = _refusal_verdict(cleaned, shape, flat)
+        phrase = _refusal_verdict(cleaned, shape, flat, titled=titled)
         if phrase is not None:
             return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=phrase)
     return Verdict(kind=VerdictKind.ANSWERED, answer=cleaned)
@@ -1492,7 +1608,7 @@ _DECLINE_OPENINGS = DECLINE_OPENINGS
 # "The provided passages do not ...": a source noun phrase, then a negation. Streamed text is held
 # while it can still grow into this shape, and released as soon as a word leaves it ("The text was
 # written"). The vocabulary is the detector's own (:mod:`selfroute._verdict._vocabulary`).
-_SOURCE_WORDS = frozenset(SOURCE_HEADS)
+_SOURCE_WORDS = frozenset([*SOURCE_HEADS, *INSTRUMENT_HEADS])
 _SOURCE_OPENERS = frozenset(
     [*SOURCE_DETERMINERS, *SOURCE_MODIFIERS, "none", "neither", "nothing", "nowhere", "no", "not"]
 )

@@ -30,6 +30,7 @@ from selfroute._verdict._vocabulary import (
     BASE,
     HANDED,
     HEAD,
+    IHEAD,
     INABILITY,
     INFO_NOUN,
     NEGATION,
@@ -49,14 +50,18 @@ from selfroute._verdict._vocabulary import (
     SEEK,
     SHAPE_PARTICIPLE,
     SHAPE_SUBJECT,
+    SPEECH,
+    SPEECH_FINITE,
     THIRD,
     WEAK_VERB,
     alt,
 )
 
 __all__ = [
+    "ASKED_GUARDS",
     "DECLINE_OPENINGS",
     "GIVES_UP_QUESTION",
+    "NOT_WHAT_WAS_ASKED",
     "RULES",
     "TRIGGER",
     "Example",
@@ -167,6 +172,28 @@ GIVES_UP_QUESTION = (
     r"halves|half) of (?:the|your|this) (?:question|query))\b|"
     r"\bit (?:is|was) (?:unable|not able) to (?:\w+ ){0,2}?(?:answer|determine|find|say|tell|"
     r"identify|state|conclude|confirm)\b"
+)
+
+#: What the user asked for, named as such ("the figure you asked for", "what you are asking about").
+ASKED = (
+    r"(?:you (?:asked|needed|need|wanted|want|requested)|you(?:'ve| have) asked|you(?:'re| are| "
+    r"were) (?:asking|looking)|(?:was|were|is|are) requested)(?: (?:for|about))?"
+)
+#: Substrings one of which :data:`ASKED` needs (the guards of the rows that use it).
+ASKED_GUARDS = (
+    "you asked", "you need", "you want", "ve asked", "have asked", "re asking", "are asking",
+    "re looking", "are looking", "requested",
+)  # fmt: skip
+#: Not giving what was asked, by name: "so I can't give you the figure you asked for", "... but
+#: not the MRSA figure you're asking about". An *exact* or *precise* figure not given qualifies an
+#: answer given approximately.
+NOT_WHAT_WAS_ASKED = (
+    r"\b(?:cannot|can't|can not|unable to|not able to|could not|couldn't) (?:give|tell|provide|"
+    r"offer|confirm|supply|share|find|state)(?: you)?(?: with)? (?!(?:[\w-]+ ){0,3}?(?:exact|"
+    r"precise)\b)(?:the |a |an |that |this |any )?(?:[\w-]+ ){0,3}?" + ASKED + r"\b|"
+    r"\bnot (?!(?:the |a |an )?(?:only|just)\b)(?:the |a |an |any |what |which )?(?:[\w-]+ ){0,4}?"
+    + ASKED
+    + r"(?= *(?:$|[,;:.!?)—–-]| (?:from|in|based|here)\b))"
 )
 
 #: Connectives that may open a sentence reporting the source after a decline ("However, ...").
@@ -455,6 +482,51 @@ RULES: tuple[Rule, ...] = (
         answers=(("No, the passages do not mention a second trial.", "Was there a second trial?"),),
     ),
     Rule(
+        "instrument-negation",
+        RuleKind.SHAPE,
+        rf"\b{IHEAD}{POST}{ADVS} {NEGATION}{ADVS} {SPEECH}\b|\b{IHEAD}{POST}{ADVS} never"
+        rf"(?: {ADV})? {SPEECH_FINITE}\b",
+        guards=("not", "n't", "never", "fail", "cannot"),
+        triggers=("n't", "not", "never", "cannot", "fail*"),
+        declines=(
+            "The lease agreement does not specify a penalty for breaking the lease early.",
+            "The guideline doesn't say what target applies to adults over 80.",
+            "The spec never defines the retry interval.",
+        ),
+        answers=(
+            "The policy does not cover flood damage.",
+            "The lease does not include parking, so you would pay $90 a month for a space.",
+            "The code does not apply to buildings finished before 1990.",
+        ),
+        note='A document that prescribes or grants ("the lease", "the policy", "the spec"): only a'
+        ' verb of speech negated after it is a decline; "does not cover/include/provide" states'
+        " what it grants",
+    ),
+    Rule(
+        "instrument-silent",
+        RuleKind.SHAPE,
+        rf"\b{IHEAD}{POST} (?:is|are|was|were|remains?|seems?|appears?)(?: to be)? (?:\w+ )?"
+        rf"silent\b|\b{IHEAD}{POST}{ADVS} (?:makes?|made) (?:absolutely )?no (?:\w+ )?"
+        rf"(?:mention|reference)\b|\b{IHEAD}{POST}{ADVS} (?:says?|said) (?:absolutely )?nothing "
+        r"(?:about|on|regarding|concerning|as to|of)\b|\b(?:nothing|nowhere) (?:in|within) "
+        rf"(?:the |this |these |your )?(?:[\w-]+ ){{0,3}}?{IHEAD}{POST}{ADVS} {SPEECH_FINITE}\b|"
+        rf"\bnowhere (?:does|do|did) (?:the |this |these |your )?(?:[\w-]+ ){{0,3}}?{IHEAD}\b",
+        guards=("silent", "mention", "reference", "nothing", "nowhere"),
+        triggers=("silent", "no", "nothing", "nowhere"),
+        declines=(
+            "The guideline is silent on an HbA1c target for adults over 80.",
+            "The contract makes no mention of late fees.",
+            "Nothing in the lease says who pays for water.",
+        ),
+        answers=(
+            "The policy gives no cover for flood damage.",
+            "Nothing in the lease prevents you from subletting with consent.",
+            "The lease says nothing may be fixed to the walls without consent.",
+        ),
+        note='"The lease is silent on pets", "the policy makes no mention of", "nothing in the'
+        ' contract says"',
+    ),
+    Rule(
         "source-has-no",
         RuleKind.SHAPE,
         rf"{SHAPE_SUBJECT}{ADVS} {NEGATION}{ADVS} (?:have|hold|carry) (?:any |enough |the |a |an |"
@@ -690,6 +762,20 @@ RULES: tuple[Rule, ...] = (
         declines=("No specific figures were provided for the second quarter.",),
         answers=("No dogs are allowed in the park after dark.",),
         note='"no name is given", "No specific figures were provided", "no details are provided"',
+    ),
+    Rule(
+        "no-x-is-given-in-the-source",
+        RuleKind.SHAPE,
+        r"\bno (?:[\w-]+ ){4,8}?(?:is|are|was|were|has been|have been) (?:\w+ )?(?:given|stated|"
+        r"specified|mentioned|provided|set out|listed|named|disclosed|reported|defined) (?:in|within|"
+        rf"by|anywhere in) (?:the |this |these |your )?(?:[\w-]+ ){{0,3}}?(?:{HEAD}|{IHEAD})\b",
+        guards=("no ",),
+        triggers=("no",),
+        declines=(
+            "No specific monetary limit on gifts from suppliers is given in the code of conduct.",
+        ),
+        answers=("No one in the family was named after him, the biography says.",),
+        note="A long absent noun phrase, absent from a named source (the short one: no-x-is-given)",
     ),
     Rule(
         "no-x",
@@ -1543,6 +1629,28 @@ RULES: tuple[Rule, ...] = (
         answers=(
             "He was born in Leeds and moved to London. The question cannot be answered in more detail from the passages.",
         ),
+    ),
+    Rule(
+        "gives-up-what-was-asked",
+        RuleKind.GIVES_UP,
+        NOT_WHAT_WAS_ASKED,
+        guards=ASKED_GUARDS,
+        declines=(
+            "The only number she gave is the £1.2 billion for the programme. That tells you the"
+            " funding, so I can't give you the figure you asked for.",
+            "I can't find an MIC for MRSA in this paper. The authors report MICs against"
+            " gram-negative bacteria (0.5 µg/ml against E. coli). So I can tell you the"
+            " gram-negative values, but not the MRSA figure you're asking about.",
+        ),
+        answers=(
+            "The report puts the share at roughly 40%. I can't give you the exact figure you"
+            " asked for.",
+            "That is not the only thing you asked about: the second part is answered below. The"
+            " fee is $40.",
+            "The fee is $40. You asked about refunds too: they take 5 days.",
+        ),
+        note="Closing an answer (or in place of an inference after a decline), what was asked"
+        " named as not given: a give-up on the question itself",
     ),
 )
 

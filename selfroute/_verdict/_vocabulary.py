@@ -37,6 +37,32 @@ SOURCE_HEADS: tuple[str, ...] = (
     "manuscript", "essay", "entry", "entries", "letter", "memo", "minutes", "meeting",
     "conversation", "dialogue", "thread", "post", "webpage", "website",
 )  # fmt: skip
+#: Heads of a source named by its own kind of document ("the thesis", "the datasheet", "the
+#: minutes"): documents that *describe* what they hold, so that any verb of information negated
+#: after them ("the manual does not include a wiring diagram") says the document lacks it.
+DOCUMENT_KINDS: tuple[str, ...] = (
+    "thesis", "dissertation", "manual", "manuals", "handbook", "guidebook", "textbook", "notice",
+    "script", "screenplay", "biography", "memoir", "autobiography", "datasheet", "whitepaper",
+    "readme", "documentation", "brochure", "audit", "memorandum", "email", "e-mail", "emails",
+    "interview", "interviews", "hearing", "testimony", "speech", "lecture", "presentation",
+    "slides", "deck", "podcast", "episode", "notes", "opinion", "judgment", "judgement", "ruling",
+    "decision", "complaint", "review", "newsletter", "announcement", "bulletin", "faq", "blog",
+    "diary", "journal", "prospectus", "overview", "writeup", "write-up", "recording", "video",
+)  # fmt: skip
+SOURCE_HEADS = (*SOURCE_HEADS, *DOCUMENT_KINDS)
+#: Heads of a document that *prescribes* or *grants* (a contract, a policy, a standard): "the
+#: policy does not cover flood damage" and "the lease does not include parking" state what it
+#: grants, an answer, so only a verb of *speech* (:data:`SPEECH_VERBS`) negated after one of these
+#: says the document is silent ("the lease does not say who pays for water").
+INSTRUMENT_HEADS: tuple[str, ...] = (
+    "agreement", "agreements", "contract", "contracts", "lease", "policy", "policies", "terms",
+    "clause", "clauses", "bylaws", "by-laws", "charter", "deed", "ordinance", "regulation",
+    "regulations", "statute", "act", "bill", "treaty", "licence", "license", "warranty",
+    "constitution", "code", "covenant", "amendment", "addendum", "schedule", "rules", "plan",
+    "guideline", "guidelines", "guidance", "protocol", "procedure", "procedures", "standard",
+    "specification", "specifications", "spec", "specs", "rfc", "patent", "proposal", "release",
+    "form", "application", "call", "order", "directive", "framework", "handover",
+)  # fmt: skip
 #: Heads of a *retrieval* source: the things a RAG prompt hands the model.
 RETRIEVAL_HEADS: tuple[str, ...] = (
     "passage", "passages", "context", "contexts", "excerpt", "excerpts", "chunk", "chunks",
@@ -136,6 +162,17 @@ INFO_VERBS: dict[str, tuple[str, str, str]] = {
     "spell out": ("spells out", "spelled out", "spelled out"),
     "pinpoint": ("pinpoints", "pinpointed", "pinpointed"),
 }
+#: Verbs of information by which a document *says* something, not grants it: the verbs
+#: :data:`INSTRUMENT_HEADS` negate in a decline (a selection of :data:`INFO_VERBS` without
+#: *provide*, *contain*, *include*, *give*, *offer*, *cover*, *hold*, *feature*, *deal with*,
+#: *present*, *establish*, *answer*, *record*, *document*, *supply*, *list*, which state what an
+#: instrument grants or holds).
+SPEECH_VERBS: tuple[str, ...] = (
+    "mention", "specify", "state", "say", "discuss", "detail", "describe", "address", "indicate",
+    "reveal", "explain", "elaborate", "disclose", "tell", "name", "identify", "refer",
+    "reference", "clarify", "define", "quantify", "spell out", "touch on", "talk about",
+    "speak to", "go into", "comment on", "make clear", "make it clear", "itemize", "pinpoint",
+)  # fmt: skip
 #: Nouns whose absence is a decline ("there is no *mention* of ...").
 ABSENCE_NOUNS: tuple[str, ...] = (
     "mention", "mentions", "information", "info", "discussion", "discussions", "detail",
@@ -191,6 +228,10 @@ def alt(words: Iterable[object]) -> str:
 
 
 HEAD = alt(SOURCE_HEADS)
+IHEAD = alt(INSTRUMENT_HEADS)
+#: The verbs of :data:`SPEECH_VERBS`: base forms, and third person singular and past tense.
+SPEECH = alt(SPEECH_VERBS)
+SPEECH_FINITE = alt(form for base in SPEECH_VERBS for form in INFO_VERBS[base][:2])
 RHEAD = alt(RETRIEVAL_HEADS)
 ADV = alt(ADVERBS)
 ADVS = rf"(?: {ADV}){{0,3}}"
