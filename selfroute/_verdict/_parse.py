@@ -719,10 +719,9 @@ def _commits_after_concession(sentence: str) -> bool:
     "Although the text does not name its author, the pamphlet's main argument is clear: ...":
     the decline is conceded in passing; the main clause answers.
     """
-    m = _LEADING_CONCESSION.match(_lead_stripped(sentence))
-    return (
-        m is not None and _is_refusal(m.group(1)) and _commits(_lead_stripped(sentence)[m.end() :])
-    )
+    core = _lead_stripped(sentence)
+    m = _LEADING_CONCESSION.match(core)
+    return m is not None and _is_refusal(m.group(1)) and _commits(core[m.end() :])
 
 
 def _refusal_verdict(
