@@ -20,12 +20,14 @@ from typing import Any
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessageChunk, BaseMessage, BaseMessageChunk, HumanMessage
+from langchain_core.messages.ai import add_usage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.config import patch_config, run_in_executor
 from langchain_core.runnables.configurable import DynamicRunnable
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+from langchain_core.utils._merge import merge_dicts
 from langchain_core.vectorstores import VectorStoreRetriever
 
 from langchain_selfroute._structured import ObjectDeltas, split_structured
@@ -136,7 +138,8 @@ def message_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, BaseMessage):
-        return str(output.text)
+        content = output.content  # what ``.text`` reads when it is a string, read directly
+        return str(content) if isinstance(content, str) else str(output.text)
     raise ConfigurationError(
         f"the model returned {type(output).__name__}; expected a message or a string "
         "(llm must be a chat model or LLM, optionally wrapped with bind/with_retry/with_fallbacks)"
@@ -333,6 +336,40 @@ def _parser_config(config: RunnableConfig) -> RunnableConfig:
     return out  # type: ignore[return-value]
 
 
+#: Response-metadata keys whose repeats ``merge_dicts`` keeps as they are (when equal).
+_KEPT_WHEN_EQUAL = frozenset({"id", "output_version", "model_provider"})
+_CHANGED = object()
+
+
+def _carriers(pieces: Sequence[AIMessageChunk]) -> list[AIMessageChunk]:
+    """The pieces whose usage or response metadata changes what merging them all says: a piece
+    without usage that only repeats a key merging keeps when equal (OpenAI's chunks each carry
+    ``{"model_provider": "openai"}``) adds nothing."""
+    carriers: list[AIMessageChunk] = []
+    seen: dict[str, Any] = {}
+    repeat: dict[str, Any] | None = None  # metadata found to add nothing since the last carrier
+    for piece in pieces:
+        meta = piece.response_metadata
+        if piece.usage_metadata is None:
+            if not meta or meta == repeat:
+                continue
+            if (
+                carriers
+                and meta.keys() <= _KEPT_WHEN_EQUAL
+                and all(seen.get(key, _CHANGED) == value for key, value in meta.items())
+            ):
+                repeat = meta
+                continue
+        carriers.append(piece)
+        repeat = None
+        for key, value in meta.items():
+            if key not in seen:
+                seen[key] = value if isinstance(value, str) else _CHANGED
+            elif seen[key] != value:
+                seen[key] = _CHANGED
+    return carriers
+
+
 class _Pieces:
     """The pieces of one streamed model call: text as it comes, usage and model at the end."""
 
@@ -344,7 +381,7 @@ class _Pieces:
         """Keep ``piece``; return its text as a chunk (``None`` when it has none)."""
         self.pieces.append(piece)
         text = message_text(piece)
-        return GenerationChunk(text=text) if text else None
+        return GenerationChunk.of_text(text) if text else None
 
     def merged(self) -> Any:
         """The pieces merged the way LangChain does (``AIMessageChunk`` addition sums usage)."""
@@ -358,22 +395,43 @@ class _Pieces:
         return pieces[-1]
 
     def metadata(self) -> Any:
-        """What :meth:`merged` says of usage and response metadata (all :meth:`last` reads),
-        merging only the message chunks that carry some: the others add nothing to either."""
+        """What :meth:`merged` says of usage and response metadata (all :meth:`last` reads).
+
+        Message chunks are not added up for it (a chunk sum also merges content, tool-call
+        chunks and ids): their response metadata is merged and their usage summed exactly as
+        ``AIMessageChunk`` addition does, over the chunks that change either (:func:`_carriers`).
+        """
         pieces = self.pieces
         if len(pieces) < 2 or not all(isinstance(p, AIMessageChunk) for p in pieces):
             return self.merged()
-        carriers = [p for p in pieces if p.usage_metadata is not None or p.response_metadata]
+        carriers = _carriers(pieces)
         if len(carriers) < 2:
             return carriers[0] if carriers else pieces[0]
-        return carriers[0] + carriers[1:]
+        usage = None  # summed as chunk addition sums it (a chunk without usage adds zeros)
+        if carriers[0].usage_metadata or any(o.usage_metadata is not None for o in carriers[1:]):
+            usage = functools.reduce(
+                add_usage, [o.usage_metadata for o in carriers if o.usage_metadata is not None]
+            )
+        meta = merge_dicts(*(o.response_metadata for o in carriers))
+        return _Metadata(response_metadata=meta, usage_metadata=usage)
 
     def last(self) -> GenerationChunk:
         """The closing chunk: no text, the merged usage, the model name and the finish reason."""
-        final = _generation(self.metadata(), self.fallback_model, streamed=True)
+        final = self.metadata()
         return GenerationChunk(
-            text="", usage=final.usage, model=final.model, finish_reason=final.finish_reason
+            text="",
+            usage=message_usage(final),
+            model=message_model(final) or self.fallback_model,
+            finish_reason=message_finish_reason(final, streamed=True),
         )
+
+
+@dataclass(frozen=True)
+class _Metadata:
+    """The usage and response metadata of a sum of message chunks (see :meth:`_Pieces.metadata`)."""
+
+    response_metadata: dict[str, Any]
+    usage_metadata: Any
 
 
 def retriever_filter(retriever: Any, config: RunnableConfig | None) -> Any:

@@ -638,17 +638,24 @@ class SelfRouteChunk(_Fields):
     def __add__(self, other: object) -> SelfRouteChunk:
         if not isinstance(other, SelfRouteChunk):
             return NotImplemented
-        merged = {**self, **other}
-        merged["answer"] = ("" if other.retracted else self.text) + other.text
-        switched = other.route is not None and other.route != self.route
-        return SelfRouteChunk(
-            merged,
-            route=other.route or self.route,
-            stage=other.stage or self.stage,
-            reason=other.reason if (other.reason is not None or switched) else self.reason,
-            retracted=self.retracted or other.retracted,
-            output=other.output or self.output,
-        )
+        # Called once per chunk by LangChain (a stream's run output is the sum of its chunks):
+        # built without __init__ and the properties, the same sum for less.
+        merged = dict.__new__(SelfRouteChunk)
+        merged.update(self)
+        merged.update(other)
+        retracted = other.retracted
+        head = "" if retracted else self.get("answer")
+        merged["answer"] = str(head or "") + str(other.get("answer") or "")
+        route, mine = other.route, self.route
+        switched = route is not None and route != mine
+        state = merged.__dict__
+        state["_route"] = route or mine
+        reason = other.reason
+        state["_reason"] = reason if (reason is not None or switched) else self.reason
+        state["stage"] = other.stage or self.stage
+        state["retracted"] = self.retracted or retracted
+        state["output"] = other.output or self.output
+        return merged
 
     def __repr__(self) -> str:
         flags = f", route={self.route!r}" if self.route is not None else ""

@@ -7,7 +7,7 @@ speculative call); a handler (an adapter) answers it. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Protocol
 
 from selfroute._fitting import ContextDocument
@@ -228,6 +228,17 @@ class GenerationChunk:
     structured_delta: str = ""
 
     @classmethod
+    def of_text(cls, text: str) -> GenerationChunk:
+        """A piece with only ``text`` set: ``GenerationChunk(text=text)``, built for less (a
+        stream makes one per token, and a frozen dataclass's ``__init__`` sets each field
+        through ``object.__setattr__``)."""
+        piece = object.__new__(cls)
+        state = piece.__dict__
+        state.update(_CHUNK_DEFAULTS)
+        state["text"] = text
+        return piece
+
+    @classmethod
     def of(cls, gen: Generation) -> GenerationChunk:
         """A finished call as one piece (for handlers whose call does not stream)."""
         return cls(
@@ -238,6 +249,10 @@ class GenerationChunk:
             structured_error=gen.structured_error,
             finish_reason=gen.finish_reason,
         )
+
+
+#: Every field of a :class:`GenerationChunk` at its default (see :meth:`GenerationChunk.of_text`).
+_CHUNK_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(GenerationChunk)}
 
 
 class StepHandler(Protocol):

@@ -10,6 +10,7 @@ the values a full merge of every chunk gives.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import types
 from collections.abc import Callable
@@ -19,7 +20,10 @@ import pytest
 from langchain_core.messages import AIMessageChunk
 from langchain_core.messages.ai import OutputTokenDetails, UsageMetadata
 
-from langchain_selfroute._handlers import _generation, _Pieces
+from langchain_selfroute import SelfRouteChunk
+from langchain_selfroute._handlers import _generation, _Pieces, message_text
+from selfroute import Reason, Route, Stage
+from selfroute._flow._steps import GenerationChunk
 from tests.unit.langchain_selfroute.test_streaming import LONG_ANSWER, make
 
 QUESTION = "How long did Mara Holt keep the lamp?"
@@ -81,6 +85,71 @@ def _chunks() -> list[AIMessageChunk]:
     ]
 
 
+def _openai_stream() -> list[AIMessageChunk]:
+    """What ``ChatOpenAI`` streams: every chunk says its provider, then the finish, then usage."""
+    usage = {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
+    return [
+        *(
+            AIMessageChunk(content=word, response_metadata={"model_provider": "openai"})
+            for word in ("", "Mara", " Holt")
+        ),
+        AIMessageChunk(
+            content="",
+            response_metadata={
+                "finish_reason": "stop",
+                "model_name": "gpt-4o-mini",
+                "model_provider": "openai",
+            },
+        ),
+        AIMessageChunk(content="", usage_metadata=cast(UsageMetadata, usage)),
+        AIMessageChunk(content=""),
+    ]
+
+
+def _meta(**meta: Any) -> AIMessageChunk:
+    return AIMessageChunk(content="x", response_metadata=meta)
+
+
+#: Metadata that merging changes on a repeat, or keeps only while equal.
+_METADATA_CASES = [
+    _openai_stream(),
+    # the provider changes mid-stream: merging concatenates, later repeats concatenate again
+    [_meta(model_provider="a"), _meta(model_provider="b"), _meta(model_provider="b")],
+    [
+        _meta(model_provider="a"),
+        _meta(model_provider="a"),
+        _meta(model_provider="b"),
+        _meta(model_provider="a"),
+    ],
+    [_meta(model_provider="a"), _meta(model_provider="a", id="r1"), _meta(id="r1"), _meta(id="r2")],
+    # a model name on every chunk is concatenated by merging (not a key kept when equal)
+    [_meta(model_name="m"), _meta(model_name="m"), _meta(model_name="m")],
+    [_meta(output_version="v1"), _meta(output_version="v1", finish_reason="stop")],
+    [_meta(model_provider=None), _meta(model_provider="openai"), _meta(model_provider="openai")],
+    [_meta(finish_reason=None), _meta(finish_reason="length"), _meta()],
+    [
+        _meta(model_provider="openai"),
+        AIMessageChunk(
+            content="a",
+            usage_metadata=cast(
+                UsageMetadata, {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+            ),
+        ),
+        _meta(model_provider="openai"),
+    ],
+]
+
+
+@pytest.mark.parametrize("pieces", _METADATA_CASES)
+def test_the_merged_metadata_is_the_chunk_sums(pieces: list[AIMessageChunk]) -> None:
+    collected = _Pieces(None)
+    for piece in pieces:
+        collected.add(piece)
+    full, light = collected.merged(), collected.metadata()
+    assert light.response_metadata == full.response_metadata
+    assert light.usage_metadata == full.usage_metadata
+
+
 @pytest.mark.parametrize(
     "pieces",
     [
@@ -89,6 +158,7 @@ def _chunks() -> list[AIMessageChunk]:
         [AIMessageChunk(content="a"), AIMessageChunk(content="b")],  # no metadata at all
         [_chunks()[4]],
         ["plain ", "text"],  # an LLM's strings
+        *_METADATA_CASES,
     ],
 )
 def test_the_closing_chunk_reads_what_a_full_merge_reads(pieces: list[Any]) -> None:
@@ -117,3 +187,66 @@ def test_the_closing_chunk_sums_usage_split_over_chunks() -> None:
         10,
     )
     assert (last.model, last.finish_reason) == ("gpt-x", "stop")
+
+
+def _reference_add(left: SelfRouteChunk, right: SelfRouteChunk) -> SelfRouteChunk:
+    """Chunk addition written plainly (through the constructor and the properties)."""
+    merged = {**left, **right}
+    merged["answer"] = ("" if right.retracted else left.text) + right.text
+    switched = right.route is not None and right.route != left.route
+    return SelfRouteChunk(
+        merged,
+        route=right.route or left.route,
+        stage=right.stage or left.stage,
+        reason=right.reason if (right.reason is not None or switched) else left.reason,
+        retracted=left.retracted or right.retracted,
+        output=right.output or left.output,
+    )
+
+
+def _chunk_state(chunk: SelfRouteChunk) -> tuple[Any, ...]:
+    return (dict(chunk), chunk.route, chunk.reason, chunk.stage, chunk.retracted, chunk.output)
+
+
+_CHUNKS = [
+    SelfRouteChunk(route=Route.RAG, text="The", stage=Stage.RAG, reason=Reason.ANSWERED),
+    SelfRouteChunk(route=Route.RAG, text=" answer", stage=Stage.RAG),
+    SelfRouteChunk(text=" more"),
+    SelfRouteChunk(route=Route.LONG_CONTEXT, text="Long", retracted=True, stage=Stage.LONG_CONTEXT),
+    SelfRouteChunk({"reason": "declined", "route": "long_context"}, text=" tail"),
+    SelfRouteChunk({"answer": None}),
+    SelfRouteChunk({"reason": "refused"}, text=" why"),
+    SelfRouteChunk(route=Route.RAG, reason=Reason.DECLINED, text=""),
+]
+
+
+@pytest.mark.parametrize("left", range(len(_CHUNKS)))
+@pytest.mark.parametrize("right", range(len(_CHUNKS)))
+def test_chunk_addition_is_the_plain_sum(left: int, right: int) -> None:
+    a, b = _CHUNKS[left], _CHUNKS[right]
+    got, want = a + b, _reference_add(a, b)
+    assert type(got) is SelfRouteChunk
+    assert _chunk_state(got) == _chunk_state(want)
+    assert _chunk_state(a) == _chunk_state(_CHUNKS[left])  # neither side is changed
+
+
+def test_a_text_piece_is_the_chunk_its_constructor_makes() -> None:
+    piece = GenerationChunk.of_text("word ")
+    assert piece == GenerationChunk(text="word ")
+    assert hash(piece) == hash(GenerationChunk(text="word "))
+    assert repr(piece) == repr(GenerationChunk(text="word "))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        piece.text = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        AIMessageChunk(content="plain"),
+        AIMessageChunk(content=[{"type": "text", "text": "a"}, "b", {"type": "image"}]),
+        AIMessageChunk(content=""),
+    ],
+)
+def test_message_text_reads_what_text_reads(message: AIMessageChunk) -> None:
+    got = message_text(message)
+    assert got == str(message.text) and type(got) is str
