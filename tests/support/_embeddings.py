@@ -85,6 +85,9 @@ class EmbeddingEndpoint:
         max_concurrent: Requests worked on at once (more wait).
         calls: Every request, in arrival order.
         max_in_flight: The most requests in flight at once.
+        hold_back: Requests whose texts it matches are answered only once a request that
+            arrived after them has been answered (at most 5 s later): replies out of order
+            whatever the machine's load.
     """
 
     dim: int = 1536
@@ -93,6 +96,7 @@ class EmbeddingEndpoint:
     max_concurrent: int = 16
     calls: list[EmbedCall] = field(default_factory=list)
     max_in_flight: int = 0
+    hold_back: Callable[[list[str]], bool] | None = None
     _in_flight: int = 0
     _faults: list[_Fault] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -137,6 +141,15 @@ class EmbeddingEndpoint:
             self.calls.clear()
             self._faults.clear()
             self.max_in_flight = 0
+
+    def _wait_for_a_later_answer(self, call: EmbedCall, timeout_s: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                later = self.calls[self.calls.index(call) + 1 :]
+                if any(c.answered for c in later):
+                    return
+            time.sleep(0.005)
 
     @property
     def texts(self) -> list[str]:
@@ -186,6 +199,8 @@ class EmbeddingEndpoint:
                 call.answered = time.monotonic()
                 _send(handler, fault.status, error(fault.status, message), headers)
                 return
+            if self.hold_back is not None and self.hold_back(call.texts):
+                self._wait_for_a_later_answer(call)
             with slots:
                 if not sleep(self.base_s + self.per_token_s * tokens):
                     handler.close_connection = True

@@ -114,10 +114,11 @@ def test_requests_in_flight_never_exceed_the_setting(
 def test_vectors_come_back_in_input_order_though_replies_do_not(
     server: ScriptedOpenAIServer,
 ) -> None:
-    server.embeddings.configure(base_s=0.0, per_token_s=2e-5)  # big requests answer last
-    # the first request carries the one long text (~0.2 s at the server), the others only short
-    # texts (under 0.1 s): the first to arrive is the last to be answered
+    server.embeddings.configure(base_s=0.0, per_token_s=2e-6)
     texts = [("long " * 6000 if i == 0 else "short " * 16) + f"text {i}" for i in range(300)]
+    # the request with the first text is answered after one that arrived later, however
+    # loaded the machine is
+    server.embeddings.hold_back = lambda batch: texts[0] in batch
     with _embedder(server, concurrency=8) as emb:
         vectors = emb.embed(texts)
     answered = sorted(server.embeddings.calls, key=lambda c: c.answered)
