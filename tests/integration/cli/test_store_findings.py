@@ -204,8 +204,20 @@ def test_a_read_only_stores_private_copy_is_removed_when_the_process_is_signalle
         argv += ["Who proclaimed the oil embargo?", "--model", "m", "--base-url", srv.base_url]
     else:
         argv += ["--model", "offline"]  # chat waits for a question on stdin
+    sig = getattr(signal, signame)
+
+    def default_disposition() -> None:
+        # a shell started with nohup (or a CI runner) hands its children an ignored SIGHUP, and the
+        # CLI rightly keeps an inherited "ignore"; this test is about the default disposition
+        signal.signal(sig, signal.SIG_DFL)
+
     proc = subprocess.Popen(
-        argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        argv,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_disposition,
     )
     try:
         deadline = time.monotonic() + 60
@@ -215,7 +227,7 @@ def test_a_read_only_stores_private_copy_is_removed_when_the_process_is_signalle
         while command == "ask" and srv.calls == 0 and time.monotonic() < deadline:
             time.sleep(0.05)  # retrieved from the copy, now asking the model
         time.sleep(0.5)
-        proc.send_signal(getattr(signal, signame))
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -223,7 +235,7 @@ def test_a_read_only_stores_private_copy_is_removed_when_the_process_is_signalle
             proc.wait()
         release.set()
         srv.stop()
-    assert proc.returncode == -getattr(signal, signame), err  # ended as the signal would
+    assert proc.returncode == -sig, err  # ended as the signal would
     assert _copies(tmpdir) == [], "the private copy (document text) outlived " + signame
 
 

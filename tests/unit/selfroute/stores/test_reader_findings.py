@@ -92,3 +92,26 @@ def test_html_structure_is_kept(tmp_path: Path) -> None:
     doc = read_document(_write(tmp_path, "page.html", html.encode()))
     assert doc.title == "The Title"
     assert doc.text == "Head\n\nFirst & second\n\none\n\ntwo\n\nafter"
+
+
+def test_an_inherited_ignore_or_a_programs_handler_is_left_alone() -> None:
+    import signal
+
+    from selfroute.stores import _health
+
+    def mine(signum: int, frame: object) -> None:  # pragma: no cover - never delivered
+        pass
+
+    before = (signal.getsignal(signal.SIGHUP), signal.getsignal(signal.SIGTERM))
+    try:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+        signal.signal(signal.SIGTERM, mine)
+        _health._guard_signals()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is mine
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        _health._guard_signals()
+        assert signal.getsignal(signal.SIGHUP) is _health._remove_then_die
+    finally:
+        signal.signal(signal.SIGHUP, before[0])
+        signal.signal(signal.SIGTERM, before[1])
