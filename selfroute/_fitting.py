@@ -12,7 +12,8 @@ Strategies when the documents do not fit the window (minus the prompt and the an
 from __future__ import annotations
 
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -187,7 +188,7 @@ def fit_context(
         ) from None
     docs = _as_documents(documents)
     counter = counter or default_token_counter()
-    full = DOCUMENT_SEPARATOR.join(d.text.strip() for d in docs)
+    full = _joined(docs)
     total = counter.count(full)
     if available_tokens is None or total <= available_tokens:
         return FittedContext(
@@ -307,6 +308,40 @@ def _fill(
     return kept
 
 
+#: How many joined long contexts are remembered by the identity of their documents' texts.
+_JOINED_KEEP = 8
+#: The longest joined context remembered (as :data:`selfroute._tokens._REMEMBER_UP_TO`).
+_JOINED_UP_TO = 4_000_000
+_joined_memo: OrderedDict[tuple[int, ...], tuple[tuple[str, ...], str]] = OrderedDict()
+_joined_lock = threading.Lock()
+
+
+def _joined(docs: Sequence[ContextDocument]) -> str:
+    """The documents' stripped texts joined by :data:`DOCUMENT_SEPARATOR`.
+
+    The same text objects give back the same joined object (the last few are remembered by the
+    identity of the texts, which are kept alive with it): a document with surrounding whitespace
+    would otherwise be copied on every call, and the copy counted by a digest of all its
+    characters rather than recognised by identity (see ``TiktokenCounter.remembered``).
+    """
+    texts = tuple(d.text for d in docs)
+    key = tuple(map(id, texts))
+    hit = _joined_memo.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], texts, strict=True)):
+        with _joined_lock:
+            if key in _joined_memo:
+                _joined_memo.move_to_end(key)
+        return hit[1]
+    full = DOCUMENT_SEPARATOR.join(t.strip() for t in texts)
+    if (len(texts) != 1 or full is not texts[0]) and len(full) <= _JOINED_UP_TO:
+        with _joined_lock:
+            _joined_memo[key] = (texts, full)
+            _joined_memo.move_to_end(key)
+            while len(_joined_memo) > _JOINED_KEEP:
+                _joined_memo.popitem(last=False)
+    return full
+
+
 def _join_kept(chunks: list[Chunk], kept: set[int]) -> str:
     """The kept chunks in document order, a gap marker wherever something was left out."""
     doc_order = {did: i for i, did in enumerate(dict.fromkeys(c.doc_id for c in chunks))}
@@ -348,7 +383,7 @@ def size_context(
     strat = OverflowStrategy(strategy)
     counter = counter or default_token_counter()
     docs = _as_documents(documents)
-    full = DOCUMENT_SEPARATOR.join(d.text.strip() for d in docs)
+    full = _joined(docs)
     total = counter.count(full)
     if available_tokens is None or total <= available_tokens:
         return FittedContext(full, total, total, "none", False, len(docs), counter=counter.name)

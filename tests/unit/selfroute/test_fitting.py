@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import selfroute as sr
-from selfroute._fitting import GAP_MARKER
+from selfroute._fitting import DOCUMENT_SEPARATOR, GAP_MARKER
 from tests.unit.selfroute._scripted import WordCounter
 
 WORDS = WordCounter()
@@ -144,3 +144,32 @@ def test_to_dict() -> None:
         "counter",
     }
     assert "text" not in d  # the context itself is not copied into results
+
+
+def test_a_padded_document_is_counted_by_identity_after_its_first_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfroute import _tokens
+    from selfroute._fitting import size_context
+
+    counter = _tokens.default_token_counter()
+    document = "\n" + "The keeper lit the lamp at dusk. " * 2000 + "\n"  # stripped: a new string
+    first = size_context([document], available_tokens=None, counter=counter)
+    digests: list[int] = []
+    real = _tokens.hashlib.blake2b
+
+    def spy(data: bytes, **kw: object) -> object:
+        digests.append(len(data))
+        return real(data, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_tokens.hashlib, "blake2b", spy)
+    again = size_context([document], available_tokens=None, counter=counter)
+    assert again.tokens == first.tokens and again.text is first.text
+    assert digests == []  # not re-read character by character
+    equal = "".join(["\n", document.strip(), "\n"])  # equal content, another object
+    assert equal is not document
+    other = size_context([equal], available_tokens=None, counter=counter)
+    assert other.tokens == first.tokens and other.text == first.text
+    assert other.text is not first.text and digests  # recognised by content, not identity
+    two = size_context([document, equal], available_tokens=None, counter=counter)
+    assert two.text == first.text + DOCUMENT_SEPARATOR + first.text
