@@ -613,6 +613,8 @@ class _Sentences:
             flat = self._flat
             may = self._may_give_up = (
                 ("answer" in flat and ("able" in flat or "question" in flat))
+                or ("n't" in flat and " answer " in flat)
+                or ("not" in flat and " answer " in flat)
                 or ("respond" in flat and "question" in flat)
                 or ("question" in flat and ("address" in flat or "part" in flat))
                 or "it is unable" in flat
@@ -700,17 +702,33 @@ _HEADING = re.compile(r"[ \t]{0,3}#{1,6}[ \t]+[^\n#]{1,100}?[ \t#]*(?:\n|\Z)")
 _HEADING_WORDS = 12
 
 
-def _titled(body: str) -> bool:
+def _titled(body: str, question: str | None = None) -> bool:
     """Whether ``body`` (before :func:`_clean`) opens with a markdown heading of a few words.
 
     A heading names the topic ("# Scope 3 emissions, 2022"): it decides nothing, so a decline
-    right after it opens the answer. (A bold line is not one: "**1972**" is often the answer.)
+    right after it opens the answer. A bold line is one only when every word of it is the
+    ``question``'s ("**Boiler capacity**" for "What's the boiler capacity?"): otherwise it is
+    often the answer ("**1972**").
     """
     text = body.lstrip("\n\r\t ")
     if text[:1] != "#":
-        return False
+        return question is not None and _bold_title_of(text, question)
     m = _HEADING.match(text)
     return m is not None and len(_WORD_RUN.findall(m.group())) <= _HEADING_WORDS
+
+
+#: An opening bold line on its own ("**Boiler capacity**", "__Peak toll__").
+_BOLD_LINE = re.compile(r"(\*\*|__)([^*_\n]{1,80}?)\1[ \t]*:?[ \t]*\n")
+
+
+def _bold_title_of(text: str, question: str) -> bool:
+    """Whether ``text`` opens with a bold line all of whose words are ``question``'s."""
+    m = _BOLD_LINE.match(text)
+    if m is None:
+        return False
+    words = _WORD_RUN.findall(m.group(2).lower())
+    asked = set(_WORD_RUN.findall(question.lower()))
+    return 0 < len(words) <= _HEADING_WORDS and all(w in asked for w in words)
 
 
 def _commits_after_concession(sentence: str) -> bool:
@@ -1143,7 +1161,9 @@ def _reports(sentence: str) -> bool:
 #: A concession opening a sentence: "While the text does not give the date, it ...".
 _LEADING_CONCESSION = re.compile(
     r"^(?:(?:so|therefore|thus|however|but|and),? )?(?:although|though|while|whilst|even though"
-    r"|even if) ([^,;]{3,200}?), (?=\w)"
+    # the concession ends at a comma (after a closing quote too: 'define "x," they do ...') or a
+    # dash ("doesn't name its authors — it's credited only to ... — its conclusion is clear")
+    r"|even if) ([^,;]{3,200}?)(?:,[\"'”’]?|[\"'”’],| [—–-]) (?=[\"'“‘\w])"
 )
 
 
@@ -1175,6 +1195,9 @@ def _inferred_after(sentences: _Sentences, start: int) -> int | None:
 #: pronoun ("..., but never says how much", "but it does not give the date").
 _STILL_DECLINING = re.compile(
     rf"^(?:(?:it|they|he|she|the \w+) )?(?:{NEGATION}{ADVS} {BASE}|never{ADVS} (?:{THIRD}|{PAST}))\b"
+    # "... it gives the method but not a number for your case"
+    r"|^not (?:a |an |any |the |one )?(?:[\w-]+ ){0,2}?(?:number|figure|amount|date|name|value|"
+    r"count|total|answer|rate|price|percentage)\b"
 )
 
 
@@ -1574,7 +1597,7 @@ def parse_verdict(
         return Verdict(kind=kind, answer="")
     if not _WORD.search(cleaned):
         return Verdict(kind=VerdictKind.GARBLED, answer=cleaned)
-    verdict = _rules_verdict(cleaned, sentinel, strict, question, titled=_titled(body))
+    verdict = _rules_verdict(cleaned, sentinel, strict, question, titled=_titled(body, question))
     if detector is not None and verdict.answered and _consult(detector, cleaned, question):
         return Verdict(kind=VerdictKind.REFUSAL, answer=cleaned, matched=detector_name(detector))
     return verdict

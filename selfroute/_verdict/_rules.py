@@ -207,6 +207,21 @@ REPORT_ADVERB = (
     r"further|additionally|repeatedly|itself|though"
 )
 
+#: Verbs by which a prescribing document gives (or not) a piece of information.
+INSTRUMENT_GIVES = (
+    r"include|includes|list|lists|give|gives|provide|provides|contain|contains|set out|sets out|"
+    r"offer|offers|supply|supplies|quote|quotes|show|shows|publish|publishes|have|has|carry"
+)
+#: Pieces of information a prescribing document may leave out (not things it grants).
+INFORMATION_ITEM = (
+    r"number|numbers|figure|figures|count|total|amount|date|dates|deadline|name|names|address|"
+    r"breakdown|value|values|percentage|statistics?|estimate|timeline|details|information|data|"
+    r"specifics|tally|contact|price|recommendations?|guidance|advice|instructions|definition|"
+    r"explanation|reasons?"
+)
+#: Verbs by which a source or a speaker gives (or not) a specific one of what was asked.
+SPECIFIC_VERB = rf"{BASE}|recommend|set|put|fix|prescribe|quote|commit to|settle on|cite"
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "speaker-does-not-know",
@@ -527,6 +542,239 @@ RULES: tuple[Rule, ...] = (
         ' contract says"',
     ),
     Rule(
+        "instrument-lacks-a-figure",
+        RuleKind.SHAPE,
+        rf"\b{IHEAD}{POST}{ADVS} (?:{NEGATION}{ADVS} (?:{INSTRUMENT_GIVES}) (?:a |an |any |the |its "
+        rf"|their |one |such (?:a |an )?)?|(?:{INSTRUMENT_GIVES}) no )(?:[\w-]+ ){{0,3}}?"
+        rf"(?:{INFORMATION_ITEM})\b",
+        guards=(
+            "number",
+            "figure",
+            "count",
+            "total",
+            "amount",
+            "date",
+            "deadline",
+            "name",
+            "address",
+            "breakdown",
+            "value",
+            "percentage",
+            "statistic",
+            "estimate",
+            "timeline",
+            "detail",
+            "information",
+            "data",
+            "specifics",
+            "tally",
+            "contact",
+            "price",
+            "recommendation",
+            "guidance",
+            "advice",
+            "instructions",
+            "definition",
+            "explanation",
+            "reason",
+        ),
+        triggers=("n't", "not", "never", "cannot", "fail*", "no"),
+        declines=(
+            "The lease doesn't include a phone number for the landlord.",
+            "The agreement does not give a figure for the monthly service charge.",
+            "The policy doesn't list the amount of the excess anywhere.",
+            "The release has no UK figure.",
+            "The guidelines don't offer a recommendation for pregnant patients.",
+        ),
+        answers=(
+            "The lease does not include parking, so you would pay $90 a month for a space.",
+            "The policy doesn't include flood cover.",
+            "The contract does not give the buyer a right to cancel after 14 days.",
+        ),
+        note="A prescribing document (see instrument-negation) that does not give a *piece of"
+        ' information* (a number, a date, a name): "the lease doesn\'t include a phone number"'
+        ' says the document lacks it, where "doesn\'t include parking" states what it grants',
+    ),
+    Rule(
+        "source-lacks-a-specific",
+        RuleKind.SHAPE,
+        rf"(?:\b(?:{HEAD}|{IHEAD}){POST}|\b(?:it|they|he|she)){ADVS} {NEGATION}{ADVS} "
+        rf"(?:{SPECIFIC_VERB}) (?:you |us )?(?:a|an|any|one) (?:single |particular )?(?:specific|"
+        r"exact|precise|concrete|definitive|definite|firm|explicit|numerical|numeric|actual)\b",
+        guards=(
+            "specific",
+            "exact",
+            "precise",
+            "concrete",
+            "definit",
+            "firm",
+            "explicit",
+            "numeric",
+            "actual",
+        ),
+        triggers=("n't", "not", "never", "cannot", "fail*"),
+        declines=(
+            "The code of conduct doesn't list a specific punishment for plagiarism.",
+            "The whitepaper doesn't recommend a specific peak-hour toll rate.",
+            "He doesn't give an exact time.",
+        ),
+        answers=(
+            "He doesn't give an exact time, but says it was a little under fifty-six hours in.",
+            "The policy doesn't exclude any specific breed of dog.",
+            "She doesn't wear a specific uniform at the school.",
+        ),
+        note="A source or speaker that gives no *specific* or *exact* one of what was asked; a"
+        ' report after "but" still answers approximately',
+    ),
+    Rule(
+        "instrument-does-not-answer",
+        RuleKind.SHAPE,
+        rf"\b{IHEAD}{POST}{ADVS} {NEGATION}{ADVS} (?:answer|address|resolve|settle|speak to) "
+        r"(?:your|the|this|that) (?:\w+ ){0,2}?(?:question|query)\b",
+        guards=("question", "query"),
+        triggers=("n't", "not", "cannot"),
+        declines=("So the guideline doesn't answer your question about children.",),
+        answers=("The guideline answers your question: adults take 1 g three times daily.",),
+    ),
+    Rule(
+        "nowhere-in-the-source-is",
+        RuleKind.SHAPE,
+        r"\bnowhere (?:in|within|throughout|across) (?:the |this |these |your |any |its )?(?:[\w-]+ )"
+        rf"{{0,3}}?(?:{HEAD}|{IHEAD}){POST},? (?:is|are|was|were|does|do|did|has|have) (?:[\w'-]+ )"
+        rf"{{0,6}}?(?:{SHAPE_PARTICIPLE}|set|fixed|{BASE})\b",
+        guards=("nowhere",),
+        triggers=("nowhere",),
+        declines=(
+            "Nowhere in the standard is a minimum password length set.",
+            "Nowhere in the report does it mention the cost of the bridge.",
+        ),
+        answers=("Nowhere in the lease is subletting permitted.",),
+    ),
+    Rule(
+        "not-in-any-of-the-sources",
+        RuleKind.SHAPE,
+        rf"{NEGATION}{ADVS} (?:{BASE}|appear|feature|come up|show up|turn up)\b[^.;:!?]{{0,80}}? "
+        r"(?:in|across|from|throughout) (?:any|either) (?:one )?of (?:the|his|her|their|these|"
+        r"those|its|our|your)\b",
+        guards=("any of", "either of", "any one of"),
+        triggers=("n't", "not", "never", "cannot"),
+        declines=(
+            "The governor doesn't mention cryptocurrency in any of the four addresses.",
+            "She does not discuss the merger in any of her letters.",
+        ),
+        answers=("She does not like any of the suitors her mother picks.",),
+    ),
+    Rule(
+        "absent-from-the-document",
+        RuleKind.SHAPE,
+        r"\b(?:does not|doesn't|do not|don't|did not|didn't|never) (?:appear|show up|feature|come "
+        r"up|turn up)s?(?: anywhere)? (?:in|within|among|throughout) (?:the|this|these|that|your) "
+        rf"(?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD}){POST}(?= *(?:$|[.,;:!?)—–-]))|"
+        r"\b(?:isn't|is not|aren't|are not|wasn't|was not|weren't|were not) (?:anywhere |stated |"
+        r"given |mentioned |listed |included |recorded |contained |provided |specified |found |set "
+        r"out |shown |reported )?(?:in|within|among|part of) (?:the|this|these|that|your) "
+        rf"(?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD}){POST}(?: (?:either|at all|anywhere|itself))?"
+        r"(?= *(?:$|[.,;:!?)—–-]))|\b(?:isn't|is not|aren't|are not|wasn't|was not) (?:anywhere )?"
+        r"in there\b",
+        guards=(
+            "appear",
+            "show up",
+            "feature",
+            "come up",
+            "turn up",
+            " in",
+            "part of",
+            "within",
+            "among",
+        ),
+        triggers=("n't", "not", "never"),
+        declines=(
+            "The candidate's salary expectation doesn't appear in the transcript.",
+            "The number you asked for isn't in the document.",
+            "So quorum is known, but the number of yes votes isn't in there.",
+        ),
+        answers=(
+            "The symptoms do not appear until the second week.",
+            "The deposit is not in the lease's main schedule but in Annex B: $1,200.",
+        ),
+        note="Whatever was asked, said to be absent from a document named by its kind; the"
+        " clause ends there (a place after it, an answer, is not absence)",
+    ),
+    Rule(
+        "looked-for-it-in-vain",
+        RuleKind.SHAPE,
+        r"^(?:i|we) (?:looked|searched|checked|scanned|hunted) (?:\w+ )?(?:for|through)\b"
+        r"[^.;!?]{0,160}?(?:,? (?:but|and)| [—–-]|;) (?:[\w'-]+ ){0,6}?(?:does not|doesn't|do not|"
+        r"don't|did not|didn't|isn't|aren't|wasn't|weren't|is not|are not|was not|cannot|can't|"
+        r"couldn't|could not|no|none|nothing|nowhere|never)\b",
+        guards=("look", "search", "check", "scan", "hunt"),
+        triggers=("n't", "not", "no", "none", "nothing", "nowhere", "never", "cannot"),
+        declines=(
+            "I looked for a commission rate in the terms of service, but the ToS doesn't give one.",
+            'I checked for "crypto" and "blockchain" in all four speeches, and none appears.',
+        ),
+        answers=("I checked the schedule: the deposit is $1,200 and is not refundable.",),
+    ),
+    Rule(
+        "neither-source-says",
+        RuleKind.SHAPE,
+        rf"\bneither (?:the |this |these |its |your )?(?:[\w-]+ ){{0,3}}?(?:{HEAD}|{IHEAD}) nor (?:the "
+        rf"|this |these |its |your )?(?:[\w-]+ ){{0,3}}?(?:{HEAD}|{IHEAD}){POST}{ADVS} "
+        rf"(?:{THIRD}|{PAST}|{BASE})\b",
+        guards=("neither",),
+        triggers=("neither",),
+        declines=("Neither the lease nor the addendum mentions pets.",),
+        answers=("Neither the tenant nor the landlord pays the water bill: the council does.",),
+    ),
+    Rule(
+        "speaker-does-not-say-which",
+        RuleKind.SHAPE,
+        r"^(?:he|she|they) (?:does not|doesn't|do not|don't|did not|didn't|never)(?: actually| "
+        r"explicitly| directly| specifically)? (?:says?|specify|specifies|state|states|explain|"
+        r"explains|disclose|discloses|reveal|reveals|indicate|indicates|mention|mentions|tell us|"
+        r"tells us|tell|tells) (?:why|how|when|where|what|who|whom|which|whether)\b",
+        guards=("he ", "she ", "they "),
+        triggers=("n't", "not", "never"),
+        declines=("She doesn't say why she left the company.",),
+        answers=("He never tells Anna why he left; instead he burns the letter and goes to Rome.",),
+        note="A person whose words are the source (an interviewee, a narrator) not saying which"
+        " one; what follows after a semicolon or a but decides as for any decline",
+    ),
+    Rule(
+        "reader-never-told",
+        RuleKind.SHAPE,
+        r"\b(?:we|you|the reader|readers)(?: are|'re)? (?:never|not) (?:actually |explicitly "
+        r"|directly )?(?:told(?! to\b)|shown|given|informed)\b|\b(?:we|you|the reader|readers) (?:never|"
+        r"don't|do not|didn't|did not) (?:actually |explicitly )?(?:learns?|finds? out|hears?|get told)\b",
+        guards=("never", "not", "n't"),
+        triggers=("never", "not", "n't"),
+        declines=("We're never told what was in the box.", "The reader never learns her name."),
+        answers=("We are not told to wait: the guide says to start at once.",),
+    ),
+    Rule(
+        "you-will-not-find-it",
+        RuleKind.SHAPE,
+        r"\byou (?:won't|will not|wouldn't|would not|can't|cannot|can not) find (?:[\w'-]+ ){0,6}?"
+        rf"(?:in|within|anywhere in) (?:the|this|these|that|your) (?:[\w-]+ ){{0,2}}?(?:{HEAD}|"
+        rf"{IHEAD})\b",
+        guards=("find",),
+        triggers=("n't", "not", "cannot"),
+        declines=("You won't find the warranty terms in this guide.",),
+        answers=("You won't find a cheaper plan: the guide lists this one at $5.",),
+    ),
+    Rule(
+        "not-enough-in-the-source-to",
+        RuleKind.SHAPE,
+        r"\bthere(?: is|'s) (?:not|n't) enough (?:information |detail |details |data )?(?:in|within) "
+        rf"(?:the|this|these|that|your) (?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD}){POST} to\b|"
+        r"\bthere isn't enough (?:information |detail |details |data )?(?:in|within) (?:the|this|"
+        rf"these|that|your) (?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD}){POST} to\b",
+        guards=("enough",),
+        triggers=("not", "n't"),
+        declines=("There isn't enough in the minutes to say who voted against.",),
+        answers=("There is enough in the budget to hire two more nurses, the report says.",),
+    ),
+    Rule(
         "source-has-no",
         RuleKind.SHAPE,
         rf"{SHAPE_SUBJECT}{ADVS} {NEGATION}{ADVS} (?:have|hold|carry) (?:any |enough |the |a |an |"
@@ -574,26 +822,44 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "source-silent",
         RuleKind.SHAPE,
+        rf"\b(?:{HEAD}|{IHEAD}){POST} (?:is|are|was|were|remains?|seems?|appears?)(?: to be)? "
+        r"(?:\w+ )?quiet (?:on|about|as to|regarding)\b|"
+        # "..., it is silent on late fees" (the present tense: a story's "it was silent" is not)
+        r"\b(?:it|they) (?:is|are|remains?) (?:\w+ )?silent (?:on|about|as to|regarding|"
+        r"concerning)\b|"
         rf"\b{HEAD}{POST} (?:is|are|was|were|remains?|seems?|appears?)(?: to be)? (?:\w+ )?"
         r"silent\b|\b(?:the|these|this|those|provided|given) (?:\w+ ){0,2}?"
         + HEAD
         + POST
         + r"(?: (?:seems?|appears?) to)? (?:lacks?|lacked|omits?|leaves? out)\b",
-        guards=("silent", "lack", "omit", "leave"),
-        triggers=("silent", "lack*", "omit*", "leave", "leaves"),
-        declines=("The passages are silent on his motives.",),
-        answers=("The forest is silent at night, the narrator says.",),
+        guards=("silent", "lack", "omit", "leave", "quiet"),
+        triggers=("silent", "lack*", "omit*", "leave", "leaves", "quiet"),
+        declines=(
+            "The passages are silent on his motives.",
+            "Although the contract covers payment terms at length, it is silent on late fees.",
+            "The report is quiet on executive pay.",
+        ),
+        answers=(
+            "The forest is silent at night, the narrator says.",
+            "It was silent on the ship that night, and then the storm came.",
+            "The report is quiet and understated in tone, and it recommends a 3% rise.",
+        ),
         note='"The passages are silent on ...", "the context lacks ..."',
     ),
     Rule(
         "source-leaves-unanswered",
         RuleKind.SHAPE,
-        rf"\b{HEAD}{POST}(?: (?:simply|also|deliberately|ultimately|however))? leaves? (?:[\w'-]+ )"
-        r"{0,5}?(?:unanswered|unexplained|unrevealed|unresolved|unclear|unspecified|unstated|"
-        r"undisclosed|a mystery)\b",
+        rf"\b(?:{HEAD}|{IHEAD}){POST}(?: (?:simply|also|deliberately|ultimately|however))? leaves? "
+        r"(?:[\w'-]+ ){0,5}?(?:unanswered|unexplained|unrevealed|unresolved|unclear|unspecified|"
+        r"unstated|undisclosed|undefined|undetermined|a mystery|to be (?:determined|decided|"
+        r"confirmed|agreed|finali[sz]ed|set))\b",
         guards=("leave",),
         triggers=("leave", "leaves"),
-        declines=("The novel leaves the stranger's identity unrevealed.",),
+        declines=(
+            "The novel leaves the stranger's identity unrevealed.",
+            "The protocol leaves the sample size to be determined.",
+            "The specification leaves the timeout undefined.",
+        ),
         answers=("The storm leaves the village cut off for three days.",),
         note='"The text leaves this unanswered", "the novel leaves his fate a mystery"',
     ),
@@ -892,11 +1158,16 @@ RULES: tuple[Rule, ...] = (
         RuleKind.SHAPE,
         r"\b(?:i|we) (?:do not|don't|did not|didn't|cannot|can't|could not|couldn't) (?:see|find|"
         r"spot|notice|locate|identify|come across|recall) (?:any |a |an |the )?(?:\w+ ){0,3}?"
-        rf"(?:{ABSENT}|(?:in|within|from) (?:the |these |this )?(?:\w+ ){{0,2}}?{HEAD})\b",
+        rf"(?:{ABSENT}|(?:in|within|from) (?:the |these |this )?(?:\w+ ){{0,2}}?{HEAD}|"
+        # "I don't see a target sample size stated anywhere"
+        rf"{SHAPE_PARTICIPLE} (?:anywhere|in (?:the|this|these|your)\b))\b",
         guards=("i ", "we "),
         triggers=("n't", "not", "cannot"),
         openings=("i do not see", "i don't see"),
-        declines=("I do not see any mention of the tenant in the passages.",),
+        declines=(
+            "I do not see any mention of the tenant in the passages.",
+            "Having gone through the protocol, I don't see a target sample size stated anywhere.",
+        ),
         answers=("They do not see each other until the final chapter, when they marry.",),
     ),
     Rule(
@@ -950,12 +1221,16 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "source-not-specific",
         RuleKind.SHAPE,
-        rf"\b{HEAD}{POST} (?:is|are|was|were) (?:not (?:\w+ )?(?:specific|explicit|clear|"
+        rf"\b(?:{HEAD}|{IHEAD}){POST} (?:is|are|was|were) (?:not (?:\w+ )?(?:specific|explicit|clear|"
         r"definitive|conclusive|informative|detailed)|(?:\w+ )?(?:unclear|vague|ambiguous|"
         r"inconclusive)) (?:about|on|regarding|as to|concerning|in)\b",
         guards=("not", "unclear", "vague", "ambiguous", "inconclusive"),
         triggers=("not", "unclear"),
-        declines=("The passage is not specific about the dates.",),
+        declines=(
+            "The passage is not specific about the dates.",
+            "The lease is not specific about the deposit.",
+            "The ordinance is unclear on whether food trucks need a permit.",
+        ),
         answers=("The passage is clear about the dates: 1901 to 1905.",),
     ),
     Rule(
@@ -1322,6 +1597,7 @@ RULES: tuple[Rule, ...] = (
         r"^(?:final |short |my )?(?:answer|response|reply|summary|result|conclusion|analysis|"
         r"explanation|output)[:.!]?$|^\d{1,2}[.)]?$|"
         r"^(?:you (?:asked|are asking|'re asking|want to know|wanted to know|inquired)|you've asked|"
+        r"you're (?:asking|wondering|looking for)|you are wondering|"
         r"(?:the|your|this) (?:user'?s? )?question (?:asks|is asking|is about|concerns|was|wants)|"
         r"the user (?:asks|is asking|wants to know|asked))\b[^.!?]{0,100}[.!?]*$|^[^.!?]{3,80}\?$|"
         r"^to (?:answer|determine|find out|find|calculate|figure out|know|work out|say|tell)\b"
@@ -1620,11 +1896,18 @@ RULES: tuple[Rule, ...] = (
         RuleKind.GIVES_UP,
         r"^(?:i am |i'm |we are )?(?:unable|not able) to answer\b|\b(?:cannot|can't|can not|"
         r"unable to|not able to|could not|couldn't) (?:\w+ ){0,2}?(?:answer|respond to) (?:the|this|"
-        r"your|that) question\b|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
+        r"your|that) question\b|\b(?:so|therefore|thus|hence) (?:i|we) (?:cannot|can't|can not|am "
+        r"unable to|are unable to|could not|couldn't) (?:\w+ )?answer (?=(?:how|what|which|who|"
+        r"whom|when|where|whether|why)\b)|\b(?:the|this|your) question (?:cannot|can't|can not|could not) be "
         r"answered\b|" + GIVES_UP_QUESTION,
         guards=("answer", "respond", "address", "unable", "not able"),
         declines=(
             "He was born in Leeds and moved to London as a child. Unable to answer based on given passages.",
+            (
+                "The release gives 48,000 units sold worldwide. The UK is one of six markets. The"
+                " release doesn't give it, so I can't answer how many were sold in the UK.",
+                "How many kettles were sold in the UK?",
+            ),
         ),
         answers=(
             "He was born in Leeds and moved to London. The question cannot be answered in more detail from the passages.",

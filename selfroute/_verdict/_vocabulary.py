@@ -48,8 +48,17 @@ DOCUMENT_KINDS: tuple[str, ...] = (
     "slides", "deck", "podcast", "episode", "notes", "opinion", "judgment", "judgement", "ruling",
     "decision", "complaint", "review", "newsletter", "announcement", "bulletin", "faq", "blog",
     "diary", "journal", "prospectus", "overview", "writeup", "write-up", "recording", "video",
+    "guide", "guides", "booklet", "leaflet", "pamphlet", "catalogue", "catalog", "factsheet",
+    "speeches", "lectures", "remarks", "deposition", "affidavit", "circular", "changelog",
+    "sheet", "10-k", "10-q", "8-k", "file", "draft", "assessment",
 )  # fmt: skip
-SOURCE_HEADS = (*SOURCE_HEADS, *DOCUMENT_KINDS)
+#: Heads of a person whose words are the source (a transcript's, a hearing's): "the interviewee
+#: never says how much he was paid".
+SPEAKER_HEADS: tuple[str, ...] = (
+    "interviewee", "interviewer", "narrator", "witness", "presenter", "panelist", "panellist",
+    "respondent", "commentator", "spokesperson", "spokesman", "spokeswoman",
+)  # fmt: skip
+SOURCE_HEADS = (*SOURCE_HEADS, *DOCUMENT_KINDS, *SPEAKER_HEADS)
 #: Heads of a document that *prescribes* or *grants* (a contract, a policy, a standard): "the
 #: policy does not cover flood damage" and "the lease does not include parking" state what it
 #: grants, an answer, so only a verb of *speech* (:data:`SPEECH_VERBS`) negated after one of these
@@ -62,6 +71,7 @@ INSTRUMENT_HEADS: tuple[str, ...] = (
     "guideline", "guidelines", "guidance", "protocol", "procedure", "procedures", "standard",
     "specification", "specifications", "spec", "specs", "rfc", "patent", "proposal", "release",
     "form", "application", "call", "order", "directive", "framework", "handover",
+    "conditions", "tos", "eula", "sla", "nda", "rulebook",
 )  # fmt: skip
 #: Heads of a *retrieval* source: the things a RAG prompt hands the model.
 RETRIEVAL_HEADS: tuple[str, ...] = (
@@ -85,7 +95,10 @@ POST = (
     r"in question|at hand|available|(?:that |which )?(?:you|i|we)(?:'ve| have| were| was)? "
     r"(?:provided|shared|given|supplied|read|reviewed|have)(?: me| us)?|"
     r"(?:from|of|in) (?:the |this |these |your )?(?:\w+ ){0,2}?(?:text|paper|report|document|"
-    r"article|book|filing|study|statement|passages?|context|chunks?))"
+    r"article|book|filing|study|statement|passages?|context|chunks?)|"
+    # a document named with its subject: "the code of conduct", "the terms of service"
+    r"of (?:conduct|service|use|practice|business|procedure|ethics|reference|work|engagement|"
+    r"sale|carriage|employment|association|incorporation|understanding|operation))"
     # "the passages given above": a participle and a place
     r"(?: (?:above|below|here|earlier|previously))?)?"
 )
@@ -139,6 +152,11 @@ INFO_VERBS: dict[str, tuple[str, str, str]] = {
     "record": ("records", "recorded", "recorded"),
     "confirm": ("confirms", "confirmed", "confirmed"),
     "touch on": ("touches on", "touched on", "touched on"),
+    "commit to": ("commits to", "committed to", "committed to"),
+    "settle on": ("settles on", "settled on", "settled on"),
+    "break out": ("breaks out", "broke out", "broken out"),
+    "put a figure on": ("puts a figure on", "put a figure on", "put a figure on"),
+    "put a number on": ("puts a number on", "put a number on", "put a number on"),
     "talk about": ("talks about", "talked about", "talked about"),
     "speak to": ("speaks to", "spoke to", "spoken to"),
     "go into": ("goes into", "went into", "gone into"),
@@ -172,6 +190,7 @@ SPEECH_VERBS: tuple[str, ...] = (
     "reveal", "explain", "elaborate", "disclose", "tell", "name", "identify", "refer",
     "reference", "clarify", "define", "quantify", "spell out", "touch on", "talk about",
     "speak to", "go into", "comment on", "make clear", "make it clear", "itemize", "pinpoint",
+    "break out", "put a figure on", "put a number on",
 )  # fmt: skip
 #: Nouns whose absence is a decline ("there is no *mention* of ...").
 ABSENCE_NOUNS: tuple[str, ...] = (
@@ -181,6 +200,7 @@ ABSENCE_NOUNS: tuple[str, ...] = (
     "statement", "specification", "context", "clue", "clues", "hint", "note", "numbers",
     "breakdown", "elaboration", "clarification", "direct answer", "definitive answer",
     "documentation", "data points", "text", "passage", "evidence in the", "content",
+    "count", "number", "date", "amount", "total", "estimate",
 )  # fmt: skip
 #: Verbs a speaker fails to do when declining ("I could not *find* ...").
 SEEK = (

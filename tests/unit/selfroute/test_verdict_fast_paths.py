@@ -144,7 +144,7 @@ PLAIN_TRIGGER = re.compile(
     r"fail\w*|beyond|outside|irrelevant|unrelated|inadequate|only|sorry|apologi\w+|afraid|"
     r"unfortunately|need|require|omit\w*|leaves?|idea|absent|rather|instead|unavailable|"
     r"unspecified|unmentioned|unstated|undisclosed|unreported|undocumented|unaddressed|"
-    r"undetermined|missing|needed|required)\b"
+    r"undetermined|missing|needed|required|quiet)\b"
 )
 
 
