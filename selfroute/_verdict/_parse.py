@@ -1187,8 +1187,21 @@ def _infers_answer(sentence: str) -> bool:
 
 
 def _inferred_after(sentences: _Sentences, start: int) -> int | None:
-    """The first sentence from ``start`` on that infers an answer, if any."""
-    return next((j for j in range(start, len(sentences)) if _infers_answer(sentences[j])), None)
+    """The first sentence from ``start`` on that infers an answer, if any.
+
+    Only the few sentences after the report are read: an inference further into a long summary
+    ("... so eligible employees may take 12 weeks unpaid") concludes a point of the summary, not
+    the question that was declined; and a sentence that itself declines infers nothing.
+    """
+    end = min(len(sentences), start + _INFERENCE_WINDOW)
+    return next(
+        (j for j in range(start, end) if _infers_answer(sentences[j]) and not sentences.refuses(j)),
+        None,
+    )
+
+
+#: How many sentences after a report of the source may infer the declined answer.
+_INFERENCE_WINDOW = 4
 
 
 #: A clause that goes on declining: a negated verb of information, its subject left out or a

@@ -217,7 +217,7 @@ INFORMATION_ITEM = (
     r"number|numbers|figure|figures|count|total|amount|date|dates|deadline|name|names|address|"
     r"breakdown|value|values|percentage|statistics?|estimate|timeline|details|information|data|"
     r"specifics|tally|contact|price|recommendations?|guidance|advice|instructions|definition|"
-    r"explanation|reasons?"
+    r"explanation|reasons?|dose|doses|dosing|dosage|targets?|rates?"
 )
 #: Verbs by which a source or a speaker gives (or not) a specific one of what was asked.
 SPECIFIC_VERB = rf"{BASE}|recommend|set|put|fix|prescribe|quote|commit to|settle on|cite"
@@ -577,6 +577,9 @@ RULES: tuple[Rule, ...] = (
             "definition",
             "explanation",
             "reason",
+            "dos",
+            "target",
+            "rate",
         ),
         triggers=("n't", "not", "never", "cannot", "fail*", "no"),
         declines=(
@@ -675,7 +678,8 @@ RULES: tuple[Rule, ...] = (
         r"out |shown |reported )?(?:in|within|among|part of) (?:the|this|these|that|your) "
         rf"(?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD}){POST}(?: (?:either|at all|anywhere|itself))?"
         r"(?= *(?:$|[.,;:!?)—–-]))|\b(?:isn't|is not|aren't|are not|wasn't|was not) (?:anywhere )?"
-        r"in there\b",
+        r"in there\b|^no (?:[\w-]+ ){0,3}?(?:appears?|is (?:given|listed|mentioned|stated|included)) "
+        rf"(?:anywhere )?in (?:the|this|these|that|your) (?:[\w-]+ ){{0,2}}?(?:{HEAD}|{IHEAD})\b",
         guards=(
             "appear",
             "show up",
@@ -687,11 +691,12 @@ RULES: tuple[Rule, ...] = (
             "within",
             "among",
         ),
-        triggers=("n't", "not", "never"),
+        triggers=("n't", "not", "never", "no"),
         declines=(
             "The candidate's salary expectation doesn't appear in the transcript.",
             "The number you asked for isn't in the document.",
             "So quorum is known, but the number of yes votes isn't in there.",
+            "No foreword appears in this report.",
         ),
         answers=(
             "The symptoms do not appear until the second week.",

@@ -50,7 +50,8 @@ DOCUMENT_KINDS: tuple[str, ...] = (
     "diary", "journal", "prospectus", "overview", "writeup", "write-up", "recording", "video",
     "guide", "guides", "booklet", "leaflet", "pamphlet", "catalogue", "catalog", "factsheet",
     "speeches", "lectures", "remarks", "deposition", "affidavit", "circular", "changelog",
-    "sheet", "10-k", "10-q", "8-k", "file", "draft", "assessment",
+    "sheet", "10-k", "10-q", "8-k", "file", "draft", "assessment", "sop", "sops", "eis", "eia",
+    "anthology",
 )  # fmt: skip
 #: Heads of a person whose words are the source (a transcript's, a hearing's): "the interviewee
 #: never says how much he was paid".
@@ -94,6 +95,7 @@ POST = (
     r"(?: (?:provided|given|supplied|above|below|here|retrieved|shown|shared|quoted|listed|"
     r"in question|at hand|available|(?:that |which )?(?:you|i|we)(?:'ve| have| were| was)? "
     r"(?:provided|shared|given|supplied|read|reviewed|have)(?: me| us)?|"
+    r"as (?:provided|given|shared|supplied|sent|written|published)|"
     r"(?:from|of|in) (?:the |this |these |your )?(?:\w+ ){0,2}?(?:text|paper|report|document|"
     r"article|book|filing|study|statement|passages?|context|chunks?)|"
     # a document named with its subject: "the code of conduct", "the terms of service"
@@ -200,7 +202,7 @@ ABSENCE_NOUNS: tuple[str, ...] = (
     "statement", "specification", "context", "clue", "clues", "hint", "note", "numbers",
     "breakdown", "elaboration", "clarification", "direct answer", "definitive answer",
     "documentation", "data points", "text", "passage", "evidence in the", "content",
-    "count", "number", "date", "amount", "total", "estimate",
+    "count", "number", "date", "amount", "total", "estimate", "rate",
 )  # fmt: skip
 #: Verbs a speaker fails to do when declining ("I could not *find* ...").
 SEEK = (
