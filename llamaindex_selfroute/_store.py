@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from llama_index.core import StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, Document, MetadataMode
+from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
@@ -253,14 +253,80 @@ def _insert_nodes(index: VectorStoreIndex, nodes: list[BaseNode], embed: Any) ->
     if not isinstance(embed, HostedEmbedding) or not nodes:
         index.insert_nodes(nodes)
         return
+    write = _chroma_writer(index) or _insert_embedded(index)
     batches = (
         (batch, [n.get_content(metadata_mode=MetadataMode.EMBED) for n in batch])
         for batch in ramp_batches(nodes, _INSERT_BATCH)
     )
     for batch, vectors in embed_ahead(embed.submit, batches, step="build_index"):
+        write(batch, vectors)
+
+
+def _insert_embedded(index: VectorStoreIndex) -> Callable[[Sequence[BaseNode], list[Any]], None]:
+    """A batch writer for any vector store: ``insert_nodes`` with the vectors set on the nodes."""
+
+    def write(batch: Sequence[BaseNode], vectors: list[Any]) -> None:
         for node, vector in zip(batch, vectors, strict=True):
             node.embedding = vector.tolist()
-        index.insert_nodes(batch)  # nodes with an embedding are not embedded again
+        index.insert_nodes(list(batch))  # nodes with an embedding are not embedded again
+
+    return write
+
+
+def _chroma_writer(
+    index: VectorStoreIndex,
+) -> Callable[[Sequence[BaseNode], list[Any]], None] | None:
+    """A batch writer straight to the collection of a stock ``ChromaVectorStore``, or ``None``
+    (any other store, a subclass that overrides ``add``, or an index that also keeps its nodes
+    in the docstore: those go through ``insert_nodes``).
+
+    It writes what ``insert_nodes`` would (the same ids, documents and metadata, in the same
+    order, then the index struct), without copying each node to set its embedding on it (a
+    pydantic-validated list of 1,536 Python floats) and with the float32 vectors handed to
+    Chroma as they came back (a list of floats is converted back to float32 there, under the
+    GIL): the stored vectors are the same float32 values either way.
+    """
+    try:
+        from llama_index.vector_stores.chroma import ChromaVectorStore
+        from llama_index.vector_stores.chroma.base import MAX_CHUNK_SIZE
+    except ImportError:  # pragma: no cover - depends on the environment
+        return None
+    store = index.vector_store
+    if (
+        not isinstance(store, ChromaVectorStore)
+        or type(store).add is not ChromaVectorStore.add
+        or not store.stores_text
+        or getattr(index, "_store_nodes_override", True)
+    ):
+        return None
+    collection = store.client
+    flat = store.flat_metadata
+    callbacks = getattr(index, "_callback_manager", None) or Settings.callback_manager
+
+    def write(batch: Sequence[BaseNode], vectors: list[Any]) -> None:
+        if not all(type(n) is TextNode for n in batch):  # IndexNode/ImageNode: the docstore too
+            _insert_embedded(index)(batch, vectors)
+            return
+        with callbacks.as_trace("insert_nodes"):
+            for start in range(0, len(batch), MAX_CHUNK_SIZE):  # as ChromaVectorStore.add
+                part = batch[start : start + MAX_CHUNK_SIZE]
+                collection.add(
+                    embeddings=vectors[start : start + MAX_CHUNK_SIZE],
+                    ids=[n.node_id for n in part],
+                    metadatas=[_chroma_metadata(n, flat) for n in part],
+                    documents=[n.get_content(metadata_mode=MetadataMode.NONE) for n in part],
+                )
+            index.storage_context.index_store.add_index_struct(index.index_struct)
+
+    return write
+
+
+def _chroma_metadata(node: BaseNode, flat: bool) -> dict[str, Any]:
+    """The metadata ``ChromaVectorStore.add`` stores for ``node`` (``None`` values as ``""``)."""
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+    metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=flat)
+    return {k: "" if v is None else v for k, v in metadata.items()}
 
 
 def load_index(
