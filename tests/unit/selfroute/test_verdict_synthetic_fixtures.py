@@ -87,6 +87,22 @@ SETS = [
         frozenset({"default", "question"}),
         (60, 5000),  # 1-3 sentence abstentions up to ~700-word answers
     ),
+    Fixture(
+        "long_answers_synthetic_blind6.jsonl",
+        "long-answers-synthetic-blind-6",
+        "syn6",
+        120,
+        {
+            "abstain-summary": 45,
+            "abstain-partial": 15,
+            "abstain-plain": 12,
+            "answer-with-gap": 36,
+            "answer": 12,
+        },
+        "blind",
+        frozenset(),
+        (60, 5000),
+    ),
 ]
 
 
