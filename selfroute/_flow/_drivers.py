@@ -127,9 +127,10 @@ class _StreamState:
         if getattr(self, "last", None) is not None or any(getattr(self, "parts", ())):
             mark_processed(exc, "".join(self.parts))
 
-    def generation(self) -> Generation:
+    def generation(self, latency_s: float = 0.0) -> Generation:
         """The streamed call as one :class:`Generation` (text joined, usage summed, the model
-        name and any structured object kept)."""
+        name and any structured object kept), ``latency_s`` set (built once, not copied by
+        ``dataclasses.replace`` to set it)."""
         obj = self.obj
         structured = obj.structured if obj is not None else None
         error = obj.structured_error if obj is not None else None
@@ -145,6 +146,7 @@ class _StreamState:
             structured=structured,
             structured_error=error,
             finish_reason=self.finish_reason,
+            latency_s=latency_s,
         )
 
     def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
@@ -413,7 +415,7 @@ def drive(
                     except Exception as exc:
                         state.broke(exc)
                         raise
-                    send = _timed(state.generation(), t0)
+                    send = state.generation(time.perf_counter() - t0)
                 else:
                     with trace.active(span):
                         send = _run_step(handler, step, t0)
@@ -464,7 +466,7 @@ async def adrive(
                     except Exception as exc:
                         state.broke(exc)
                         raise
-                    send = _timed(state.generation(), t0)
+                    send = state.generation(time.perf_counter() - t0)
                 else:
                     with trace.active(span):
                         send = await _arun_step(handler, step, t0, speculations)
