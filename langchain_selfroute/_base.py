@@ -162,11 +162,13 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         self, input: Iterator[SelfRouteInput], config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[SelfRouteChunk]:
         """Stream from a streamed input (the input chunks are joined first)."""
+        # LangChain's stream generator itself (as lazy: nothing runs before the first chunk is
+        # asked for), not a generator around it: a layer would cost every chunk a resumption.
         transformer: Any = _step(self._transform)
-        for chunk in self._transform_stream_with_config(
+        chunks = self._transform_stream_with_config(
             input, transformer, config, run_type="chain", **kwargs
-        ):
-            yield cast(SelfRouteChunk, chunk)
+        )
+        return cast(Iterator[SelfRouteChunk], chunks)
 
     def stream(  # type: ignore[override]
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
@@ -176,22 +178,23 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         text or the result, so ``with_fallbacks`` falls back on a failure of either step. RAG-step
         text is held back until it can no longer be the start of a decline. The chunks add up to
         :meth:`invoke`'s output."""
-        yield from self.transform(iter([input]), config, **kwargs)
+        return self.transform(iter([input]), config, **kwargs)
 
-    async def atransform(  # type: ignore[override]
+    def atransform(  # type: ignore[override]
         self,
         input: AsyncIterator[SelfRouteInput],
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[SelfRouteChunk]:
         """Async :meth:`transform`."""
+        # LangChain's async generator itself (lazy too), not one around it (see transform).
         transformer: Any = _step(self._atransform)
-        async for chunk in self._atransform_stream_with_config(
+        chunks = self._atransform_stream_with_config(
             input, transformer, config, run_type="chain", **kwargs
-        ):
-            yield cast(SelfRouteChunk, chunk)
+        )
+        return cast(AsyncIterator[SelfRouteChunk], chunks)
 
-    async def astream(  # type: ignore[override]
+    def astream(  # type: ignore[override]
         self, input: SelfRouteInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[SelfRouteChunk]:
         """Async :meth:`stream`."""
@@ -199,8 +202,7 @@ class RouteRunnable(RunnableSerializable[SelfRouteInput, SelfRouteOutput]):
         async def one() -> AsyncIterator[SelfRouteInput]:
             yield input
 
-        async for chunk in self.atransform(one(), config, **kwargs):
-            yield chunk
+        return self.atransform(one(), config, **kwargs)
 
     # other forms ------------------------------------------------------------------------------
     def answer_only(self) -> Runnable[SelfRouteInput, str]:

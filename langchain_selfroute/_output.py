@@ -609,6 +609,39 @@ class SelfRouteChunk(_Fields):
         self.retracted = retracted
         self.output = output
 
+    @classmethod
+    def delta(
+        cls,
+        text: str,
+        *,
+        route: Route | None,
+        stage: Stage | None,
+        reason: Reason | None,
+        retracted: bool,
+    ) -> SelfRouteChunk:
+        """A text chunk ``{"answer": text}``: ``SelfRouteChunk(route=..., text=..., ...)``, built
+        for less (a stream makes one per token; the same mapping and attributes, set directly).
+
+        Args:
+            text: The answer text delta.
+            route: The route taken so far.
+            stage: The stage that wrote ``text``.
+            reason: Why the route was taken, when known.
+            retracted: The text streamed before this chunk is withdrawn.
+
+        Returns:
+            The chunk.
+        """
+        chunk = dict.__new__(cls)
+        chunk["answer"] = text
+        state = chunk.__dict__
+        state["_route"] = route
+        state["_reason"] = reason
+        state["stage"] = stage
+        state["retracted"] = retracted
+        state["output"] = None
+        return chunk
+
     @property
     def route(self) -> Route | None:
         """The route taken so far (``None`` only before it is known)."""

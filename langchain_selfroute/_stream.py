@@ -39,25 +39,26 @@ class EventChunker:
     def chunks(self, event: FlowEvent) -> list[SelfRouteChunk]:
         """The chunks for one flow event (none for a route event; a result may need a
         correction first)."""
-        if isinstance(event, RouteEvent):
-            self.route, self.reason = event.route, event.reason
-            if event.retracted:
-                self.shown = ""
-                self.retract = True
-            return []
-        if isinstance(event, TokenEvent):
-            if not event.text:
+        if isinstance(event, TokenEvent):  # most events: looked for first
+            text = event.text
+            if not text:
                 return []
-            self.shown += event.text
-            chunk = SelfRouteChunk(
+            self.shown += text
+            chunk = SelfRouteChunk.delta(
+                text,
                 route=self.route,
-                text=event.text,
                 stage=event.stage,
                 reason=self.reason,
                 retracted=self.retract,
             )
             self.retract = False
             return [chunk]
+        if isinstance(event, RouteEvent):
+            self.route, self.reason = event.route, event.reason
+            if event.retracted:
+                self.shown = ""
+                self.retract = True
+            return []
         assert isinstance(event, ResultEvent)
         result = event.result
         output = SelfRouteOutput.from_result(result, self.passthrough, self.documents())

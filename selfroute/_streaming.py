@@ -174,7 +174,7 @@ class SentinelSniffer:
         if not delta:
             return ""
         tail = (self._raw_tail + delta)[-_TAG_REACH:]
-        stable = not _UNSTABLE.intersection(delta) and "<" not in self._raw_tail
+        stable = _UNSTABLE.isdisjoint(delta) and "<" not in self._raw_tail
         if self._open and self._settled and stable:
             self._raw.append(delta)
             self._raw_tail = tail
@@ -248,7 +248,7 @@ class SentinelSniffer:
         """
         tail = self._quiet_tail
         assert tail is not None
-        if _WINDOW_UNSAFE.intersection(delta) or "<" in self._raw_tail:
+        if not _WINDOW_UNSAFE.isdisjoint(delta) or "<" in self._raw_tail:
             return False
         window = tail[-_WINDOW:]
         if len(tail) > _WINDOW and tail[0] in _TERMINALS and window[:1] in _TERMINALS:

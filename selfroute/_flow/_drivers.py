@@ -127,9 +127,10 @@ class _StreamState:
         if getattr(self, "last", None) is not None or any(getattr(self, "parts", ())):
             mark_processed(exc, "".join(self.parts))
 
-    def generation(self) -> Generation:
+    def generation(self, latency_s: float = 0.0) -> Generation:
         """The streamed call as one :class:`Generation` (text joined, usage summed, the model
-        name and any structured object kept)."""
+        name and any structured object kept), ``latency_s`` set (built once, not copied by
+        ``dataclasses.replace`` to set it)."""
         obj = self.obj
         structured = obj.structured if obj is not None else None
         error = obj.structured_error if obj is not None else None
@@ -145,12 +146,16 @@ class _StreamState:
             structured=structured,
             structured_error=error,
             finish_reason=self.finish_reason,
+            latency_s=latency_s,
         )
 
     def feed(self, step: Generate, chunk: GenerationChunk) -> list[FlowEvent]:
-        """Keep ``chunk``; return the events it releases."""
-        self.parts.append(chunk.text or "")
-        self.last = chunk if chunk.model or self.last is None else self.last
+        """Keep ``chunk``; return the events it releases (called once per streamed piece: the
+        pieces that only carry text take the shortest way)."""
+        text = chunk.text
+        self.parts.append(text or "")
+        if chunk.model or self.last is None:
+            self.last = chunk
         if chunk.usage is not None:
             self.usage = chunk.usage if self.usage is None else self.usage + chunk.usage
         if chunk.structured is not None or chunk.structured_error is not None:
@@ -159,12 +164,15 @@ class _StreamState:
             self.finish_reason = chunk.finish_reason
         if chunk.structured_delta:
             return self._preview(step, chunk.structured_delta)
-        if not chunk.text or self.holding:
+        if not text or self.holding:
             return []
         if step.stage is Stage.RAG:
             assert self.sniffer is not None
-            return self._release(self.sniffer.feed(chunk.text))
-        return [TokenEvent(chunk.text, Stage.LONG_CONTEXT)]
+            released = self.sniffer.feed(text)
+            if released and self.emitted_rag:
+                return [_token(released, Stage.RAG)]
+            return self._release(released)
+        return [_token(text, Stage.LONG_CONTEXT)]
 
     def _release(self, released: str) -> list[FlowEvent]:
         """Events showing ``released`` RAG text (the route first, the first time)."""
@@ -174,7 +182,7 @@ class _StreamState:
         if not self.emitted_rag:
             self.emitted_rag = True
             events.append(RouteEvent(Route.RAG, Reason.ANSWERED))
-        events.append(TokenEvent(released, Stage.RAG))
+        events.append(_token(released, Stage.RAG))
         return events
 
     def _preview(self, step: Generate, delta: str) -> list[FlowEvent]:
@@ -226,6 +234,16 @@ class _StreamState:
             events.append(TokenEvent(answer, Stage.LONG_CONTEXT))
         events.append(ResultEvent(result))
         return events
+
+
+def _token(text: str, stage: Stage) -> TokenEvent:
+    """``TokenEvent(text, stage)``, built for less (one per streamed token; a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``)."""
+    event = object.__new__(TokenEvent)
+    state = event.__dict__
+    state["text"] = text
+    state["stage"] = stage
+    return event
 
 
 def _sniffer(step: Generate) -> SentinelSniffer:
@@ -397,7 +415,7 @@ def drive(
                     except Exception as exc:
                         state.broke(exc)
                         raise
-                    send = _timed(state.generation(), t0)
+                    send = state.generation(time.perf_counter() - t0)
                 else:
                     with trace.active(span):
                         send = _run_step(handler, step, t0)
@@ -448,7 +466,7 @@ async def adrive(
                     except Exception as exc:
                         state.broke(exc)
                         raise
-                    send = _timed(state.generation(), t0)
+                    send = state.generation(time.perf_counter() - t0)
                 else:
                     with trace.active(span):
                         send = await _arun_step(handler, step, t0, speculations)

@@ -71,12 +71,21 @@ def bounded(call: Callable[[], T], timeout_s: float | None, what: str) -> T:
 
 def bounded_stream(
     chunks: Iterable[GenerationChunk], timeout_s: float | None
-) -> Iterator[GenerationChunk]:
+) -> Iterable[GenerationChunk]:
     """``chunks``, all of them within ``timeout_s`` (read by a daemon thread; on time-out the
-    thread closes the stream at its next chunk, which closes the HTTP response)."""
+    thread closes the stream at its next chunk, which closes the HTTP response).
+
+    With no time limit ``chunks`` itself, not a generator around it (a layer would cost every
+    chunk of every stream a generator resumption)."""
     if timeout_s is None:
-        yield from chunks
-        return
+        return chunks
+    return _bounded_stream(chunks, timeout_s)
+
+
+def _bounded_stream(
+    chunks: Iterable[GenerationChunk], timeout_s: float
+) -> Iterator[GenerationChunk]:
+    """:func:`bounded_stream` with a time limit."""
     deadline = time.perf_counter() + timeout_s
     pipe: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
@@ -123,14 +132,21 @@ async def abounded(call: Awaitable[T], timeout_s: float | None, what: str) -> T:
         raise timeout_error(what, timeout_s) from None
 
 
-async def abounded_stream(
+def abounded_stream(
     chunks: AsyncIterator[GenerationChunk], timeout_s: float | None
 ) -> AsyncIterator[GenerationChunk]:
-    """``chunks``, all of them within ``timeout_s`` (the stream is closed on time-out)."""
+    """``chunks``, all of them within ``timeout_s`` (the stream is closed on time-out).
+
+    With no time limit ``chunks`` itself (see :func:`bounded_stream`)."""
     if timeout_s is None:
-        async for chunk in chunks:
-            yield chunk
-        return
+        return chunks
+    return _abounded_stream(chunks, timeout_s)
+
+
+async def _abounded_stream(
+    chunks: AsyncIterator[GenerationChunk], timeout_s: float
+) -> AsyncIterator[GenerationChunk]:
+    """:func:`abounded_stream` with a time limit."""
     deadline = time.perf_counter() + timeout_s
     iterator = chunks.__aiter__()
     try:
