@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
+import operator
 import types
 from collections.abc import Callable
 from typing import Any, cast
@@ -250,3 +252,106 @@ def test_a_text_piece_is_the_chunk_its_constructor_makes() -> None:
 def test_message_text_reads_what_text_reads(message: AIMessageChunk) -> None:
     got = message_text(message)
     assert got == str(message.text) and type(got) is str
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"route": Route.RAG, "stage": Stage.RAG, "reason": Reason.ANSWERED, "retracted": False},
+        {"route": None, "stage": None, "reason": None, "retracted": True},
+        {
+            "route": Route.LONG_CONTEXT,
+            "stage": Stage.LONG_CONTEXT,
+            "reason": None,
+            "retracted": True,
+        },
+    ],
+)
+def test_a_text_chunk_is_the_chunk_its_constructor_makes(kwargs: dict[str, Any]) -> None:
+    fast, plain = SelfRouteChunk.delta("word ", **kwargs), SelfRouteChunk(text="word ", **kwargs)
+    assert type(fast) is SelfRouteChunk
+    assert _chunk_state(fast) == _chunk_state(plain)
+    assert vars(fast) == vars(plain)
+    assert repr(fast) == repr(plain)
+    for other in _CHUNKS:  # adds up as the constructor's chunk does, on either side
+        assert _chunk_state(fast + other) == _chunk_state(plain + other)
+        assert _chunk_state(other + fast) == _chunk_state(other + plain)
+
+
+def test_a_token_event_is_the_event_its_constructor_makes() -> None:
+    from selfroute._flow._drivers import _token
+    from selfroute.flow import TokenEvent
+
+    event = _token("word ", Stage.RAG)
+    assert event == TokenEvent("word ", Stage.RAG)
+    assert hash(event) == hash(TokenEvent("word ", Stage.RAG))
+    assert repr(event) == repr(TokenEvent("word ", Stage.RAG))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.text = "changed"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("mode", ["stream", "transform", "astream", "atransform"])
+def test_a_stream_starts_nothing_before_its_first_chunk_is_asked_for(mode: str) -> None:
+    """``stream`` and friends hand back LangChain's stream itself (no generator of their own
+    around it): still nothing runs (no run, no retrieval, no model call) until it is read, and
+    read, it gives what a generator around it gave."""
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Runs(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.started: list[str] = []
+
+        def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+            self.started.append(str(kwargs.get("name")))
+
+    route, model = make(LONG_ANSWER)
+    runs = Runs()
+    config: Any = {"callbacks": [runs]}
+
+    async def one() -> Any:
+        yield QUESTION
+
+    streams: dict[str, Callable[[], Any]] = {
+        "stream": lambda: route.stream(QUESTION, config),
+        "transform": lambda: route.transform(iter([QUESTION]), config),
+        "astream": lambda: route.astream(QUESTION, config),
+        "atransform": lambda: route.atransform(one(), config),
+    }
+    stream = streams[mode]()
+    assert runs.started == [] and model.calls == []
+
+    async def read_async() -> list[Any]:
+        return [c async for c in stream]
+
+    chunks = asyncio.run(read_async()) if mode.startswith("a") else list(stream)
+    assert runs.started[:1] == ["SelfRoute"] and model.calls
+    total = functools.reduce(operator.add, chunks)
+    out = route.invoke(QUESTION)
+    timed = ("latency_s", "steps")
+    assert {k: v for k, v in total.items() if k not in timed} == {
+        k: v for k, v in out.items() if k not in timed
+    }
+    assert total.keys() == out.keys() and total.route is Route.RAG
+    assert all(type(c) is SelfRouteChunk for c in chunks)
+
+
+def test_a_stream_without_a_time_limit_is_read_as_it_is() -> None:
+    """No time limit: the handler's chunks themselves (no thread, no generator around them);
+    with one, read by a thread and bounded as before."""
+    from selfroute._flow._timeouts import abounded_stream, bounded_stream
+
+    pieces = [GenerationChunk.of_text("a"), GenerationChunk.of_text("b")]
+    chunks = iter(pieces)
+    assert bounded_stream(chunks, None) is chunks
+    assert list(bounded_stream(iter(pieces), 5.0)) == pieces
+
+    async def agen() -> Any:
+        for piece in pieces:
+            yield piece
+
+    async def run() -> None:
+        source = agen()
+        assert abounded_stream(source, None) is source
+        assert [c async for c in abounded_stream(agen(), 5.0)] == pieces
+
+    asyncio.run(run())
